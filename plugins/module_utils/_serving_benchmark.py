@@ -1,0 +1,452 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Benchmark an OpenAI-compatible SGLang server and decide whether an experiment stays.
+
+Everything here is plain Python (standard library only) so that it runs on a
+node without the serving stack and can be tested against a loopback stub:
+
+* a streaming chat-completions client at a fixed concurrency,
+* statistics (throughput, median/p99 TTFT and TPOT),
+* parsers for ``sglang.bench_serving`` JSONL output and ``nvidia-smi`` CSV,
+* a GPU sampler thread, and
+* the keep/rollback decision of an experiment.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import math
+import threading
+import time
+
+try:
+    import http.client as http_client
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover - Python 2 is not a supported target
+    http_client = None
+    urlsplit = None
+
+
+NVIDIA_SMI_QUERY = ['--query-gpu=power.draw,utilization.gpu,power.limit', '--format=csv,noheader,nounits']
+
+# Keys `sglang.bench_serving` writes per run into its --output-file (one JSON object per line).
+BENCH_SERVING_KEYS = ('output_throughput', 'total_throughput', 'median_ttft_ms', 'median_tpot_ms',
+                      'p99_ttft_ms', 'p99_tpot_ms', 'completed', 'duration')
+
+# Words, not random bytes: every tokenizer turns them into roughly one token each, so the
+# requested input length stays meaningful whatever model the server runs.
+_PROMPT_WORDS = ('alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel', 'india',
+                 'juliet', 'kilo', 'lima', 'mike', 'november', 'oscar', 'papa', 'quebec', 'romeo',
+                 'sierra', 'tango', 'uniform', 'victor', 'whiskey', 'xray', 'yankee', 'zulu')
+
+
+class ServingBenchmarkError(Exception):
+    """Input or output the benchmark cannot work with."""
+
+
+def percentile(values, pct):
+    """Percentile with linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return None
+    if not 0 <= pct <= 100:
+        raise ServingBenchmarkError('percentile must be within 0..100, got %r' % (pct,))
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100.0
+    low = int(math.floor(rank))
+    high = int(math.ceil(rank))
+    if low == high:
+        return float(ordered[low])
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def _rounded(value, digits=2):
+    return None if value is None else round(value, digits)
+
+
+def summarize_requests(requests, duration_s):
+    """Aggregate per-request measurements into the numbers operators compare.
+
+    ``requests`` is a list of dicts with ``ok``, ``ttft_s``, ``latency_s``,
+    ``prompt_tokens`` and ``output_tokens``. Throughput counts successful
+    requests only, over the wall-clock duration of the whole run.
+    """
+    if duration_s is None or duration_s <= 0:
+        raise ServingBenchmarkError('benchmark duration must be positive, got %r' % (duration_s,))
+    done = [r for r in requests if r.get('ok')]
+    output_tokens = sum(r.get('output_tokens') or 0 for r in done)
+    prompt_tokens = sum(r.get('prompt_tokens') or 0 for r in done)
+    ttfts_ms = [r['ttft_s'] * 1000.0 for r in done if r.get('ttft_s') is not None]
+    tpots_ms = []
+    for r in done:
+        tokens = r.get('output_tokens') or 0
+        if tokens > 1 and r.get('ttft_s') is not None:
+            tpots_ms.append((r['latency_s'] - r['ttft_s']) * 1000.0 / (tokens - 1))
+    errors = sorted(set(r.get('error') for r in requests if not r.get('ok') and r.get('error')))
+    return {
+        'completed': len(done),
+        'failed': len(requests) - len(done),
+        'errors': errors[:5],
+        'duration_s': _rounded(duration_s, 3),
+        'total_input_tokens': prompt_tokens,
+        'total_output_tokens': output_tokens,
+        'output_throughput': _rounded(output_tokens / duration_s),
+        'total_throughput': _rounded((output_tokens + prompt_tokens) / duration_s),
+        'median_ttft_ms': _rounded(percentile(ttfts_ms, 50)),
+        'p99_ttft_ms': _rounded(percentile(ttfts_ms, 99)),
+        'median_tpot_ms': _rounded(percentile(tpots_ms, 50)),
+        'p99_tpot_ms': _rounded(percentile(tpots_ms, 99)),
+    }
+
+
+def parse_bench_serving_jsonl(text):
+    """Return the metrics of the last run recorded in a ``sglang.bench_serving`` output file.
+
+    bench_serving appends one JSON object per run, so the newest run is the last
+    line that parses and carries ``output_throughput``.
+    """
+    last = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise ServingBenchmarkError('bench_serving output line %d is not JSON: %s' % (number, exc))
+        if isinstance(row, dict) and 'output_throughput' in row:
+            last = row
+    if last is None:
+        raise ServingBenchmarkError('bench_serving output holds no run with output_throughput')
+    metrics = dict((key, last.get(key)) for key in BENCH_SERVING_KEYS if key in last)
+    if 'duration' in metrics:
+        metrics['duration_s'] = metrics.pop('duration')
+    for key in ('total_input_tokens', 'total_output_tokens'):
+        if key in last:
+            metrics[key] = last[key]
+    return metrics
+
+
+def _csv_number(field):
+    field = field.strip()
+    # nvidia-smi prints "[N/A]" or "[Not Supported]" for sensors a GPU or VM does not expose.
+    if not field or field.startswith('['):
+        return None
+    try:
+        return float(field)
+    except ValueError:
+        raise ServingBenchmarkError('nvidia-smi printed %r where a number was expected' % (field,))
+
+
+def parse_gpu_sample(text):
+    """Parse one ``nvidia-smi --query-gpu=power.draw,utilization.gpu,power.limit`` CSV reading.
+
+    Returns one dict per GPU, in nvidia-smi's order (which is the GPU index).
+    """
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        fields = line.split(',')
+        if len(fields) != 3:
+            raise ServingBenchmarkError('nvidia-smi line %r does not have power.draw, utilization.gpu '
+                                        'and power.limit' % (line,))
+        power, util, limit = [_csv_number(f) for f in fields]
+        gpus.append({'power_w': power, 'util_pct': util, 'power_limit_w': limit})
+    return gpus
+
+
+def _mean(values):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarize_gpu_samples(samples):
+    """Reduce a list of ``parse_gpu_sample`` readings to per-GPU and overall power/utilisation."""
+    samples = [s for s in samples if s]
+    if not samples:
+        return {'samples': 0, 'gpus': [], 'mean_power_w': None, 'max_power_w': None,
+                'power_limit_w': None, 'mean_util_pct': None, 'power_fraction': None}
+    gpu_count = max(len(s) for s in samples)
+    per_gpu = []
+    for index in range(gpu_count):
+        readings = [s[index] for s in samples if index < len(s)]
+        powers = [r['power_w'] for r in readings if r['power_w'] is not None]
+        per_gpu.append({
+            'index': index,
+            'mean_power_w': _rounded(_mean(powers), 1),
+            'max_power_w': _rounded(max(powers), 1) if powers else None,
+            'mean_util_pct': _rounded(_mean([r['util_pct'] for r in readings]), 1),
+            'power_limit_w': _rounded(_mean([r['power_limit_w'] for r in readings]), 1),
+        })
+    mean_power = _mean([g['mean_power_w'] for g in per_gpu])
+    limit = _mean([g['power_limit_w'] for g in per_gpu])
+    maxima = [g['max_power_w'] for g in per_gpu if g['max_power_w'] is not None]
+    return {
+        'samples': len(samples),
+        'gpus': per_gpu,
+        'mean_power_w': _rounded(mean_power, 1),
+        'max_power_w': max(maxima) if maxima else None,
+        'power_limit_w': _rounded(limit, 1),
+        'mean_util_pct': _rounded(_mean([g['mean_util_pct'] for g in per_gpu]), 1),
+        # The seed's signal: 250 W of 600 W means the GPUs wait on the interconnect.
+        'power_fraction': _rounded(mean_power / limit, 3) if mean_power is not None and limit else None,
+    }
+
+
+class GpuSampler(object):
+    """Read nvidia-smi every ``interval_s`` in a background thread while a benchmark runs.
+
+    ``read`` is a callable returning the CSV text of one reading (the module passes a
+    run_command wrapper); a failing reading is counted, not fatal, because a
+    benchmark without power numbers is still a benchmark.
+    """
+
+    def __init__(self, read, interval_s=1.0):
+        self._read = read
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = None
+        self.samples = []
+        self.errors = []
+
+    def _loop(self):
+        while True:
+            try:
+                self.samples.append(parse_gpu_sample(self._read()))
+            except Exception as exc:  # a sensor hiccup must not abort the benchmark
+                self.errors.append(str(exc))
+            if self._stop.wait(self._interval_s):
+                return
+
+    def __enter__(self):
+        self._thread = threading.Thread(target=self._loop, name='gpu-sampler')
+        self._thread.daemon = True
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join(timeout=30)
+        return False
+
+    def summary(self):
+        result = summarize_gpu_samples(self.samples)
+        result['sample_errors'] = self.errors[:3]
+        return result
+
+
+def build_prompt(index, input_words):
+    """A deterministic prompt of ``input_words`` words, distinct per request index."""
+    if input_words < 1:
+        raise ServingBenchmarkError('input length must be at least 1, got %r' % (input_words,))
+    words = [_PROMPT_WORDS[(index * 7 + i) % len(_PROMPT_WORDS)] for i in range(input_words)]
+    return ' '.join(words)
+
+
+def chat_request_body(model, prompt, max_tokens):
+    return {
+        'model': model,
+        'messages': [{'role': 'user', 'content': prompt}],
+        'max_tokens': max_tokens,
+        'temperature': 0,
+        # A fixed output length keeps runs comparable: the same work before and after a change.
+        'ignore_eos': True,
+        'stream': True,
+        'stream_options': {'include_usage': True},
+    }
+
+
+def parse_stream_event(line):
+    """Decode one server-sent-events line of a streaming chat completion.
+
+    Returns None for lines that carry no data, the string 'DONE' for the end
+    marker, else the decoded chunk.
+    """
+    if isinstance(line, bytes):
+        line = line.decode('utf-8', 'replace')
+    line = line.strip()
+    if not line.startswith('data:'):
+        return None
+    payload = line[len('data:'):].strip()
+    if payload == '[DONE]':
+        return 'DONE'
+    try:
+        return json.loads(payload)
+    except ValueError:
+        raise ServingBenchmarkError('server sent a stream chunk that is not JSON: %r' % (payload[:200],))
+
+
+def _chunk_has_token(chunk):
+    for choice in chunk.get('choices') or []:
+        delta = choice.get('delta') or {}
+        # Reasoning models (glm45 parser) stream their first tokens as reasoning_content.
+        if delta.get('content') or delta.get('reasoning_content'):
+            return True
+    return False
+
+
+def measure_stream(lines, started, clock=time.monotonic):
+    """Time a streaming response: first-token time, end time and token counts.
+
+    ``lines`` yields SSE lines as they arrive; ``started`` is the clock value at
+    send time. The usage chunk is preferred for token counts; without it each
+    content chunk counts as one token.
+    """
+    ttft = None
+    chunks_with_tokens = 0
+    usage = None
+    for line in lines:
+        event = parse_stream_event(line)
+        if event is None:
+            continue
+        if event == 'DONE':
+            break
+        if event.get('error'):
+            raise ServingBenchmarkError('server reported an error: %s' % (event['error'],))
+        if _chunk_has_token(event):
+            chunks_with_tokens += 1
+            if ttft is None:
+                ttft = clock() - started
+        if event.get('usage'):
+            usage = event['usage']
+    latency = clock() - started
+    output_tokens = (usage or {}).get('completion_tokens')
+    if output_tokens is None:
+        output_tokens = chunks_with_tokens
+    return {
+        'ttft_s': ttft,
+        'latency_s': latency,
+        'output_tokens': output_tokens,
+        'prompt_tokens': (usage or {}).get('prompt_tokens') or 0,
+    }
+
+
+def _split_base_url(base_url):
+    parts = urlsplit(base_url)
+    if parts.scheme not in ('http', 'https') or not parts.hostname:
+        raise ServingBenchmarkError('base URL must look like http://127.0.0.1:8000, got %r' % (base_url,))
+    port = parts.port or (443 if parts.scheme == 'https' else 80)
+    return parts.scheme, parts.hostname, port, parts.path.rstrip('/')
+
+
+def _one_request(scheme, host, port, path, headers, body, timeout_s):
+    conn_class = http_client.HTTPSConnection if scheme == 'https' else http_client.HTTPConnection
+    conn = conn_class(host, port, timeout=timeout_s)
+    started = time.monotonic()
+    try:
+        conn.request('POST', path, body=json.dumps(body), headers=headers)
+        response = conn.getresponse()
+        if response.status != 200:
+            detail = response.read(300).decode('utf-8', 'replace').strip()
+            return {'ok': False, 'error': 'HTTP %d %s' % (response.status, detail)}
+        result = measure_stream(iter(response.readline, b''), started)
+        result['ok'] = result['output_tokens'] > 0
+        if not result['ok']:
+            result['error'] = 'response carried no tokens'
+        return result
+    except (OSError, http_client.HTTPException, ServingBenchmarkError) as exc:
+        return {'ok': False, 'error': '%s: %s' % (type(exc).__name__, exc)}
+    finally:
+        conn.close()
+
+
+def run_chat_benchmark(base_url, model, num_prompts, concurrency, input_words, max_tokens,
+                       api_key=None, request_timeout_s=120.0, time_limit_s=None):
+    """Send ``num_prompts`` streaming chat requests, ``concurrency`` at a time.
+
+    ``time_limit_s`` bounds the run on a slow server: no request starts after
+    it, in-flight ones finish. Returns (per-request results, wall-clock duration).
+    """
+    if num_prompts < 1 or concurrency < 1 or max_tokens < 1:
+        raise ServingBenchmarkError('num_prompts, concurrency and max_tokens must be at least 1')
+    scheme, host, port, prefix = _split_base_url(base_url)
+    path = prefix + '/v1/chat/completions'
+    headers = {'Content-Type': 'application/json', 'Accept': 'text/event-stream'}
+    if api_key:
+        headers['Authorization'] = 'Bearer %s' % api_key
+
+    lock = threading.Lock()
+    state = {'next': 0}
+    results = []
+    started = time.monotonic()
+
+    def worker():
+        while True:
+            with lock:
+                index = state['next']
+                if index >= num_prompts:
+                    return
+                if time_limit_s is not None and time.monotonic() - started >= time_limit_s:
+                    return
+                state['next'] += 1
+            body = chat_request_body(model, build_prompt(index, input_words), max_tokens)
+            result = _one_request(scheme, host, port, path, headers, body, request_timeout_s)
+            with lock:
+                results.append(result)
+
+    threads = [threading.Thread(target=worker, name='bench-%d' % n) for n in range(min(concurrency, num_prompts))]
+    for thread in threads:
+        thread.daemon = True
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, time.monotonic() - started
+
+
+def bench_serving_argv(python, host, port, model, served_model_name, num_prompts, concurrency,
+                       input_len, output_len, output_file):
+    """Command line of SGLang's own benchmark; random-ids needs no dataset download."""
+    return [python, '-m', 'sglang.bench_serving',
+            '--backend', 'sglang-oai-chat',
+            '--host', host, '--port', str(port),
+            '--model', model, '--served-model-name', served_model_name,
+            '--dataset-name', 'random-ids',
+            '--random-input-len', str(input_len), '--random-output-len', str(output_len),
+            '--random-range-ratio', '1.0',
+            '--num-prompts', str(num_prompts), '--max-concurrency', str(concurrency),
+            '--output-file', output_file]
+
+
+def _fmt_throughput(value):
+    return 'n/a' if value is None else '{0:,.1f} tok/s'.format(value)
+
+
+def decide(baseline, candidate, max_regression, healthy):
+    """Keep or roll back an experiment.
+
+    ``baseline`` and ``candidate`` are benchmark results (dicts with
+    ``output_throughput``; candidate may be None when the server never got
+    healthy). ``max_regression`` is the tolerated fractional drop (0.1 = 10%).
+    Returns a dict with ``action`` (keep|rollback), ``change_pct`` and a
+    ``message`` that names both numbers.
+    """
+    if max_regression is None or not 0 <= float(max_regression) < 1:
+        raise ServingBenchmarkError('max_regression is a fraction in [0, 1), e.g. 0.1 for 10%%, got %r'
+                                    % (max_regression,))
+    max_regression = float(max_regression)
+    base_tp = (baseline or {}).get('output_throughput')
+    if not base_tp:
+        raise ServingBenchmarkError('the baseline benchmark has no output_throughput to compare against')
+    cand_tp = (candidate or {}).get('output_throughput')
+    change = None if cand_tp is None else (cand_tp - base_tp) / base_tp
+    change_pct = None if change is None else round(change * 100.0, 1)
+    numbers = 'baseline %s, experiment %s' % (_fmt_throughput(base_tp), _fmt_throughput(cand_tp))
+    power = ''
+    base_w = ((baseline or {}).get('gpu') or {}).get('mean_power_w')
+    cand_w = ((candidate or {}).get('gpu') or {}).get('mean_power_w')
+    if base_w is not None and cand_w is not None:
+        power = '; mean GPU power %.0f W -> %.0f W' % (base_w, cand_w)
+    if not healthy:
+        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'unhealthy',
+                'message': 'server did not become healthy with the experiment (%s)%s' % (numbers, power)}
+    if cand_tp is None or (candidate or {}).get('completed', 1) == 0:
+        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'no_result',
+                'message': 'experiment benchmark completed no request (%s)%s' % (numbers, power)}
+    if change < -max_regression:
+        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'regression',
+                'message': 'throughput regressed %.1f%%, more than the allowed %.0f%% (%s)%s'
+                           % (change * 100.0, max_regression * 100.0, numbers, power)}
+    return {'action': 'keep', 'change_pct': change_pct, 'reason': 'within_tolerance',
+            'message': 'throughput %+.1f%% (%s)%s' % (change * 100.0, numbers, power)}

@@ -1,0 +1,332 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
+    GpuSampler,
+    ServingBenchmarkError,
+    bench_serving_argv,
+    build_prompt,
+    decide,
+    measure_stream,
+    parse_bench_serving_jsonl,
+    parse_gpu_sample,
+    parse_stream_event,
+    percentile,
+    run_chat_benchmark,
+    summarize_gpu_samples,
+    summarize_requests,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'serving_benchmark')
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('values, pct, expected', [
+    ([5.0], 50, 5.0),
+    ([1.0, 2.0, 3.0, 4.0], 50, 2.5),
+    ([3.0, 1.0, 2.0], 50, 2.0),
+    (list(range(1, 101)), 99, 99.01),
+    ([10.0, 20.0], 0, 10.0),
+    ([10.0, 20.0], 100, 20.0),
+])
+def test_percentile_interpolates_like_numpy(values, pct, expected):
+    assert percentile(values, pct) == pytest.approx(expected)
+
+
+def test_percentile_of_nothing_is_none_and_bad_rank_is_refused():
+    assert percentile([], 50) is None
+    with pytest.raises(ServingBenchmarkError):
+        percentile([1.0], 101)
+
+
+def test_summarize_counts_only_successful_requests():
+    requests = [
+        {'ok': True, 'ttft_s': 0.1, 'latency_s': 1.1, 'output_tokens': 101, 'prompt_tokens': 50},
+        {'ok': True, 'ttft_s': 0.3, 'latency_s': 2.3, 'output_tokens': 101, 'prompt_tokens': 50},
+        {'ok': False, 'error': 'HTTP 503 starting'},
+    ]
+    summary = summarize_requests(requests, duration_s=2.0)
+    assert summary['completed'] == 2
+    assert summary['failed'] == 1
+    assert summary['errors'] == ['HTTP 503 starting']
+    assert summary['output_throughput'] == pytest.approx(101.0)
+    assert summary['total_throughput'] == pytest.approx(151.0)
+    assert summary['median_ttft_ms'] == pytest.approx(200.0)
+    # TPOT excludes the first token: (1.1 - 0.1) / 100 and (2.3 - 0.3) / 100.
+    assert summary['median_tpot_ms'] == pytest.approx(15.0)
+
+
+def test_summarize_refuses_a_zero_duration():
+    with pytest.raises(ServingBenchmarkError, match='duration'):
+        summarize_requests([], 0)
+
+
+def test_bench_serving_output_uses_the_newest_run():
+    metrics = parse_bench_serving_jsonl(fixture('bench_serving_two_runs.jsonl'))
+    assert metrics['output_throughput'] == 236.0
+    assert metrics['total_throughput'] == 472.0
+    assert metrics['median_ttft_ms'] == 8911.0
+    assert metrics['median_tpot_ms'] == 260.9
+    assert metrics['completed'] == 512
+    assert metrics['duration_s'] == 2221.6
+
+
+@pytest.mark.parametrize('text, message', [
+    ('', 'no run'),
+    ('{"backend": "sglang"}\n', 'no run'),
+    ('not json\n', 'line 1 is not JSON'),
+])
+def test_bench_serving_output_without_a_run_is_an_error(text, message):
+    with pytest.raises(ServingBenchmarkError, match=message):
+        parse_bench_serving_jsonl(text)
+
+
+def test_gpu_sample_of_a_loaded_node():
+    gpus = parse_gpu_sample(fixture('nvidia_smi_8gpu_loaded.csv'))
+    assert len(gpus) == 8
+    assert gpus[0] == {'power_w': 250.12, 'util_pct': 35.0, 'power_limit_w': 600.0}
+
+
+def test_gpu_sample_tolerates_sensors_a_vm_hides():
+    gpus = parse_gpu_sample(fixture('nvidia_smi_vm_na.csv'))
+    assert gpus[0]['power_w'] is None and gpus[0]['power_limit_w'] is None
+    assert gpus[1]['util_pct'] is None and gpus[1]['power_w'] == 31.2
+
+
+@pytest.mark.parametrize('text', ['250, 35\n', '250, busy, 600\n'])
+def test_gpu_sample_rejects_unexpected_columns(text):
+    with pytest.raises(ServingBenchmarkError):
+        parse_gpu_sample(text)
+
+
+def test_gpu_summary_reports_the_seed_signal():
+    loaded = parse_gpu_sample(fixture('nvidia_smi_8gpu_loaded.csv'))
+    idle = [dict(g, power_w=g['power_w'] - 10) for g in loaded]
+    summary = summarize_gpu_samples([loaded, idle])
+    assert summary['samples'] == 2
+    assert len(summary['gpus']) == 8
+    assert 240 < summary['mean_power_w'] < 250
+    assert summary['max_power_w'] == 252.4
+    assert summary['power_limit_w'] == 600.0
+    assert summary['power_fraction'] == pytest.approx(summary['mean_power_w'] / 600.0, abs=1e-3)
+
+
+def test_gpu_summary_of_no_samples_is_explicitly_empty():
+    summary = summarize_gpu_samples([])
+    assert summary['samples'] == 0 and summary['mean_power_w'] is None
+
+
+def test_gpu_sampler_keeps_sampling_after_a_failed_reading():
+    readings = iter(['boom', fixture('nvidia_smi_8gpu_loaded.csv')])
+    done = threading.Event()
+
+    def read():
+        text = next(readings, None)
+        if text is None:
+            done.set()
+            return fixture('nvidia_smi_8gpu_loaded.csv')
+        if text == 'boom':
+            raise ServingBenchmarkError('nvidia-smi exited 9')
+        return text
+
+    with GpuSampler(read, interval_s=0.01) as sampler:
+        done.wait(5)
+    summary = sampler.summary()
+    assert summary['samples'] >= 1
+    assert summary['sample_errors'] == ['nvidia-smi exited 9']
+
+
+@pytest.mark.parametrize('line, expected', [
+    (b'data: [DONE]\n', 'DONE'),
+    (': keep-alive\n', None),
+    ('\n', None),
+    ('data: {"choices": []}', {'choices': []}),
+])
+def test_parse_stream_event(line, expected):
+    assert parse_stream_event(line) == expected
+
+
+def test_stream_measure_prefers_usage_and_times_first_token():
+    ticks = iter([1.5, 3.0])
+    lines = [
+        'data: {"choices": [{"delta": {"role": "assistant"}}]}',
+        'data: {"choices": [{"delta": {"reasoning_content": "Let"}}]}',
+        'data: {"choices": [{"delta": {"content": " me"}}]}',
+        'data: {"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 40}}',
+        'data: [DONE]',
+    ]
+    result = measure_stream(lines, started=1.0, clock=lambda: next(ticks))
+    assert result['ttft_s'] == pytest.approx(0.5)
+    assert result['latency_s'] == pytest.approx(2.0)
+    assert result['output_tokens'] == 40
+    assert result['prompt_tokens'] == 12
+
+
+def test_stream_measure_counts_chunks_without_usage():
+    lines = ['data: {"choices": [{"delta": {"content": "a"}}]}'] * 3 + ['data: [DONE]']
+    assert measure_stream(lines, started=0.0)['output_tokens'] == 3
+
+
+def test_stream_error_is_reported():
+    with pytest.raises(ServingBenchmarkError, match='out of memory'):
+        measure_stream(['data: {"error": {"message": "out of memory"}}'], started=0.0)
+
+
+def test_prompts_are_deterministic_and_sized():
+    assert build_prompt(3, 16) == build_prompt(3, 16)
+    assert build_prompt(3, 16) != build_prompt(4, 16)
+    assert len(build_prompt(0, 16).split()) == 16
+
+
+def test_bench_serving_command_uses_random_ids_and_the_chat_backend():
+    argv = bench_serving_argv('/opt/sglang/venv/bin/python', '127.0.0.1', 8000, 'lukealonso/GLM-5-NVFP4',
+                              'glm-5', 512, 64, 1024, 1024, '/tmp/x/bench.jsonl')
+    joined = ' '.join(argv)
+    assert argv[:3] == ['/opt/sglang/venv/bin/python', '-m', 'sglang.bench_serving']
+    assert '--dataset-name random-ids' in joined
+    assert '--backend sglang-oai-chat' in joined
+    assert '--max-concurrency 64' in joined
+    assert '--output-file /tmp/x/bench.jsonl' in joined
+
+
+SEED_BASELINE = {'output_throughput': 1867.0, 'gpu': {'mean_power_w': 250.0}}
+SEED_FUSION = {'output_throughput': 236.0, 'completed': 64, 'gpu': {'mean_power_w': 125.0}}
+
+
+def test_decide_rolls_back_the_seed_regression_naming_both_numbers():
+    decision = decide(SEED_BASELINE, SEED_FUSION, 0.1, healthy=True)
+    assert decision['action'] == 'rollback'
+    assert decision['reason'] == 'regression'
+    assert decision['change_pct'] == pytest.approx(-87.4)
+    assert '1,867.0 tok/s' in decision['message'] and '236.0 tok/s' in decision['message']
+    assert '250 W -> 125 W' in decision['message']
+
+
+@pytest.mark.parametrize('candidate, max_regression, action', [
+    (1700.0, 0.10, 'keep'),       # -8.9%: inside a 10% tolerance
+    (1670.0, 0.10, 'rollback'),   # -10.6%
+    (1670.0, 0.20, 'keep'),
+    (1960.0, 0.0, 'keep'),        # a gain is always kept
+    (1866.0, 0.0, 'rollback'),
+])
+def test_decide_applies_the_tolerance(candidate, max_regression, action):
+    assert decide(SEED_BASELINE, {'output_throughput': candidate}, max_regression, True)['action'] == action
+
+
+def test_decide_rolls_back_an_unhealthy_server_without_numbers():
+    decision = decide(SEED_BASELINE, None, 0.1, healthy=False)
+    assert decision['action'] == 'rollback' and decision['reason'] == 'unhealthy'
+    assert '1,867.0 tok/s' in decision['message'] and 'experiment n/a' in decision['message']
+
+
+@pytest.mark.parametrize('baseline, max_regression, message', [
+    ({'output_throughput': 0}, 0.1, 'baseline'),
+    ({}, 0.1, 'baseline'),
+    (SEED_BASELINE, 10, 'fraction'),
+    (SEED_BASELINE, -0.1, 'fraction'),
+])
+def test_decide_refuses_input_it_cannot_compare(baseline, max_regression, message):
+    with pytest.raises(ServingBenchmarkError, match=message):
+        decide(baseline, SEED_FUSION, max_regression, True)
+
+
+class _StubChatServer(BaseHTTPRequestHandler):
+    """A loopback OpenAI chat endpoint that streams ``max_tokens`` one-token chunks."""
+
+    protocol_version = 'HTTP/1.1'
+    seen = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+        self.seen.append({'auth': self.headers.get('Authorization'), 'body': body, 'path': self.path})
+        if self.headers.get('Authorization') != 'Bearer sk-lab':
+            self.send_response(401)
+            self.send_header('Content-Length', '12')
+            self.end_headers()
+            self.wfile.write(b'unauthorized')
+            return
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/event-stream')
+        self.send_header('Transfer-Encoding', 'chunked')
+        self.end_headers()
+
+        def send(payload):
+            data = ('data: %s\n\n' % payload).encode()
+            self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+
+        for _ in range(body['max_tokens']):
+            send(json.dumps({'choices': [{'delta': {'content': 'x'}}]}))
+        send(json.dumps({'choices': [], 'usage': {'prompt_tokens': 7,
+                                                  'completion_tokens': body['max_tokens']}}))
+        send('[DONE]')
+        self.wfile.write(b'0\r\n\r\n')
+
+
+@pytest.fixture
+def stub_server():
+    _StubChatServer.seen = []
+    server = ThreadingHTTPServer(('127.0.0.1', 0), _StubChatServer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield 'http://127.0.0.1:%d' % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def test_client_streams_every_request_against_a_loopback_server(stub_server):
+    results, duration = run_chat_benchmark(stub_server, 'glm-5', num_prompts=12, concurrency=4,
+                                           input_words=8, max_tokens=5, api_key='sk-lab')
+    summary = summarize_requests(results, duration)
+    assert summary['completed'] == 12 and summary['failed'] == 0
+    assert summary['total_output_tokens'] == 60
+    assert summary['total_input_tokens'] == 84
+    assert summary['output_throughput'] > 0
+    assert summary['median_ttft_ms'] is not None
+    request = _StubChatServer.seen[0]
+    assert request['path'] == '/v1/chat/completions'
+    assert request['body']['stream'] is True
+    assert request['body']['stream_options'] == {'include_usage': True}
+    assert request['body']['model'] == 'glm-5'
+
+
+def test_client_reports_refused_requests_as_failures(stub_server):
+    results, duration = run_chat_benchmark(stub_server, 'glm-5', num_prompts=3, concurrency=2,
+                                           input_words=4, max_tokens=2, api_key='wrong')
+    summary = summarize_requests(results, duration)
+    assert summary['completed'] == 0 and summary['failed'] == 3
+    assert summary['errors'] == ['HTTP 401 unauthorized']
+
+
+def test_client_reports_an_unreachable_server():
+    results, _duration = run_chat_benchmark('http://127.0.0.1:9', 'glm-5', num_prompts=2, concurrency=1,
+                                            input_words=4, max_tokens=2, request_timeout_s=2)
+    assert [r['ok'] for r in results] == [False, False]
+    assert 'ConnectionRefusedError' in results[0]['error']
+
+
+def test_client_starts_no_request_after_the_time_limit(stub_server):
+    results, _duration = run_chat_benchmark(stub_server, 'glm-5', num_prompts=50, concurrency=2,
+                                            input_words=4, max_tokens=2, api_key='sk-lab', time_limit_s=0)
+    assert results == []
+
+
+@pytest.mark.parametrize('url', ['127.0.0.1:8000', 'ftp://x', 'http://'])
+def test_client_rejects_a_url_it_cannot_use(url):
+    with pytest.raises(ServingBenchmarkError, match='base URL'):
+        run_chat_benchmark(url, 'glm-5', 1, 1, 1, 1)
