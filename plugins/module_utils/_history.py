@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The node's history: one JSON object per line, appended, never rewritten.
+
+Every deploy, benchmark and experiment outcome lands here so that a report can
+draw throughput over time and mark where experiments and rollbacks happened.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import datetime
+import json
+
+EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback', 'refused')
+
+# Keys the history itself owns; caller fields may not overwrite them.
+RESERVED = ('ts', 'epoch', 'event', 'node')
+
+
+class HistoryError(Exception):
+    """A record or history file that cannot be used."""
+
+
+def iso_utc(epoch):
+    stamp = datetime.datetime.fromtimestamp(epoch, tz=datetime.timezone.utc)
+    return stamp.strftime('%Y-%m-%dT%H:%M:%SZ')
+
+
+def parse_history(text):
+    """Return (records, skipped_line_numbers).
+
+    A line that does not parse (a crash mid-append leaves a torn last line)
+    is skipped rather than fatal: losing one record must not make every later
+    deploy fail. Callers report the skipped lines.
+    """
+    records = []
+    skipped = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            skipped.append(number)
+            continue
+        if not isinstance(record, dict) or record.get('event') not in EVENTS:
+            skipped.append(number)
+            continue
+        records.append(record)
+    return records, skipped
+
+
+def make_record(event, node, fields, epoch):
+    """Build a record; ``fields`` must not claim the keys the history owns."""
+    if event not in EVENTS:
+        raise HistoryError('event must be one of %s, got %r' % (', '.join(EVENTS), event))
+    fields = dict(fields or {})
+    clash = sorted(k for k in fields if k in RESERVED)
+    if clash:
+        raise HistoryError('fields may not set %s: the history fills them in' % ', '.join(clash))
+    record = {'ts': iso_utc(epoch), 'epoch': round(epoch, 3), 'event': event, 'node': node}
+    record.update(fields)
+    try:
+        json.dumps(record, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise HistoryError('record cannot be stored as JSON: %s' % exc)
+    return record
+
+
+def serialize(record):
+    return json.dumps(record, sort_keys=True, separators=(',', ':'), allow_nan=False) + '\n'
+
+
+def latest(records, event=None, **match):
+    """The newest record of ``event`` whose fields equal ``match`` (None when there is none)."""
+    for record in reversed(records):
+        if event is not None and record.get('event') != event:
+            continue
+        if all(record.get(key) == value for key, value in match.items()):
+            return record
+    return None
+
+
+def is_repeat(records, record, key='fingerprint'):
+    """True when the newest record of the same event already carries the same ``key`` value.
+
+    Deploys are recorded once per configuration: a no-op redeploy changes nothing
+    on the node, so it must not grow the history either (and stays changed=0).
+    """
+    if record.get(key) is None:
+        return False
+    previous = latest(records, record['event'])
+    return previous is not None and previous.get(key) == record.get(key)
+
+
+def recent_baseline(records, fingerprint, max_age_s, now):
+    """The newest baseline benchmark of this exact configuration that is at most ``max_age_s`` old.
+
+    A benchmark only counts as the baseline for an experiment when it measured
+    the configuration that is running now (same fingerprint) without an overlay.
+    """
+    if max_age_s is not None and max_age_s < 0:
+        raise HistoryError('max_age must not be negative, got %r' % (max_age_s,))
+    for record in reversed(records):
+        if record.get('event') != 'benchmark' or record.get('experiment'):
+            continue
+        if record.get('fingerprint') != fingerprint:
+            continue
+        metrics = record.get('metrics') or {}
+        if not metrics.get('output_throughput'):
+            continue
+        if max_age_s is not None and now - float(record.get('epoch', 0)) > max_age_s:
+            return None
+        return record
+    return None

@@ -1,0 +1,131 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: history_info
+short_description: Read the history of an SGLang node
+version_added: 0.1.0
+description:
+  - Reads the JSON-lines history written by M(inferops.serving.history) and returns the
+    newest records, the newest record of each event, and the newest baseline benchmark of
+    a given configuration.
+  - A missing file is an empty history.
+author:
+  - inferops.serving maintainers
+options:
+  path:
+    description: History file.
+    type: path
+    default: /var/lib/sglang/history.jsonl
+  fingerprint:
+    description:
+      - Fingerprint of the configuration running now. RV(baseline_benchmark) is the newest
+        benchmark without an experiment that measured exactly this configuration.
+    type: str
+  max_age:
+    description: Seconds after which a baseline benchmark no longer counts as recent.
+    type: int
+    default: 86400
+  last:
+    description: How many of the newest records to return in RV(records).
+    type: int
+    default: 200
+attributes:
+  check_mode:
+    support: full
+'''
+
+EXAMPLES = r'''
+- name: Find a recent baseline for this configuration
+  inferops.serving.history_info:
+    fingerprint: "{{ __stack_fingerprint }}"
+    max_age: 3600
+  register: __history
+
+- name: Benchmark the baseline when there is none
+  inferops.serving.serving_benchmark:
+    model: glm-5
+  when: __history.baseline_benchmark is none
+'''
+
+RETURN = r'''
+records:
+  description: The newest records, oldest first (at most O(last)).
+  returned: always
+  type: list
+  elements: dict
+latest:
+  description: The newest record of each event that occurred, by event name.
+  returned: always
+  type: dict
+  sample: {"deploy": {"event": "deploy", "fingerprint": "3f1c...", "ts": "2026-02-19T13:53:43Z"}}
+baseline_benchmark:
+  description: The newest baseline benchmark of O(fingerprint) younger than O(max_age), or null.
+  returned: always
+  type: dict
+total:
+  description: Number of records in the file.
+  returned: always
+  type: int
+  sample: 12
+skipped_lines:
+  description: Line numbers that did not parse and were ignored.
+  returned: always
+  type: list
+  elements: int
+  sample: []
+'''
+
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.serving.plugins.module_utils._history import (
+    EVENTS,
+    HistoryError,
+    latest,
+    parse_history,
+    recent_baseline,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='path', default='/var/lib/sglang/history.jsonl'),
+            fingerprint=dict(type='str'),
+            max_age=dict(type='int', default=86400),
+            last=dict(type='int', default=200),
+        ),
+        supports_check_mode=True,
+    )
+    path = module.params['path']
+    text = ''
+    if os.path.exists(path):
+        with open(path, 'rb') as handle:
+            text = handle.read().decode('utf-8', 'replace')
+    records, skipped = parse_history(text)
+    try:
+        baseline = None
+        if module.params['fingerprint']:
+            baseline = recent_baseline(records, module.params['fingerprint'], module.params['max_age'], time.time())
+    except HistoryError as exc:
+        module.fail_json(msg=str(exc))
+    newest = {}
+    for event in EVENTS:
+        record = latest(records, event)
+        if record is not None:
+            newest[event] = record
+    keep = max(module.params['last'], 0)
+    module.exit_json(changed=False, records=records[-keep:] if keep else [], latest=newest,
+                     baseline_benchmark=baseline, total=len(records), skipped_lines=skipped)
+
+
+if __name__ == '__main__':
+    main()

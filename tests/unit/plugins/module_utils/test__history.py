@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._history import (
+    HistoryError,
+    is_repeat,
+    latest,
+    make_record,
+    parse_history,
+    recent_baseline,
+    serialize,
+)
+
+NOW = 1771509223.0
+
+
+def record(event, epoch, **fields):
+    return make_record(event, 'gpu-node', fields, epoch)
+
+
+def test_record_is_one_sorted_json_line_with_utc_time():
+    line = serialize(record('deploy', NOW, fingerprint='abc'))
+    assert line.endswith('\n') and line.count('\n') == 1
+    data = json.loads(line)
+    assert data['ts'] == '2026-02-19T13:53:43Z'
+    assert data['event'] == 'deploy' and data['node'] == 'gpu-node' and data['fingerprint'] == 'abc'
+
+
+@pytest.mark.parametrize('event, fields, message', [
+    ('upgrade', {}, 'event must be one of'),
+    ('deploy', {'ts': 'yesterday'}, 'may not set ts'),
+    ('benchmark', {'metrics': {'output_throughput': float('nan')}}, 'JSON'),
+    ('benchmark', {'metrics': object()}, 'JSON'),
+])
+def test_bad_records_are_refused(event, fields, message):
+    with pytest.raises(HistoryError, match=message):
+        make_record(event, 'gpu-node', fields, NOW)
+
+
+def test_parse_skips_a_torn_last_line_and_foreign_lines():
+    text = ''.join(serialize(record('deploy', NOW + i, fingerprint=str(i))) for i in range(2))
+    text += '["not", "a", "record"]\n{"event": "party"}\n{"event": "deploy", "finger'
+    records, skipped = parse_history(text)
+    assert [r['fingerprint'] for r in records] == ['0', '1']
+    assert skipped == [3, 4, 5]
+
+
+def test_a_redeploy_of_the_same_configuration_is_a_repeat():
+    history = [record('deploy', NOW, fingerprint='a'), record('benchmark', NOW + 1, fingerprint='a')]
+    assert is_repeat(history, record('deploy', NOW + 2, fingerprint='a'))
+    assert not is_repeat(history, record('deploy', NOW + 2, fingerprint='b'))
+    # Back to a configuration seen before, after another one: a real deploy again.
+    history.append(record('deploy', NOW + 3, fingerprint='b'))
+    assert not is_repeat(history, record('deploy', NOW + 4, fingerprint='a'))
+    assert not is_repeat([], record('deploy', NOW, fingerprint='a'))
+    assert not is_repeat(history, record('deploy', NOW, note='no fingerprint'))
+
+
+def test_latest_matches_fields():
+    history = [record('experiment', NOW, experiment='x', outcome='kept'),
+               record('experiment', NOW + 1, experiment='y', outcome='rolled_back')]
+    assert latest(history, 'experiment')['experiment'] == 'y'
+    assert latest(history, 'experiment', experiment='x')['outcome'] == 'kept'
+    assert latest(history, 'rollback') is None
+
+
+def bench(epoch, fingerprint, throughput=1867.0, experiment=None):
+    return record('benchmark', epoch, fingerprint=fingerprint, experiment=experiment,
+                  metrics={'output_throughput': throughput})
+
+
+def test_recent_baseline_is_the_newest_benchmark_of_this_configuration():
+    history = [bench(NOW - 50, 'base', 1800.0), bench(NOW - 40, 'base', 1867.0),
+               bench(NOW - 30, 'fused', 236.0, experiment='sm120_allreduce_fusion'),
+               bench(NOW - 20, 'other', 900.0)]
+    assert recent_baseline(history, 'base', 3600, NOW)['metrics']['output_throughput'] == 1867.0
+
+
+@pytest.mark.parametrize('history, max_age', [
+    ([], 3600),
+    ([bench(NOW - 7200, 'base')], 3600),
+    ([bench(NOW - 10, 'other')], 3600),
+    ([bench(NOW - 10, 'base', experiment='sm120_allreduce_fusion')], 3600),
+    ([bench(NOW - 10, 'base', throughput=0)], 3600),
+])
+def test_no_recent_baseline(history, max_age):
+    assert recent_baseline(history, 'base', max_age, NOW) is None
+
+
+def test_negative_max_age_is_refused():
+    with pytest.raises(HistoryError, match='max_age'):
+        recent_baseline([], 'base', -1, NOW)

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.serving.plugins.modules import history, history_info
+
+
+def run(module, args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            module.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def deploy(path, fingerprint, **extra):
+    args = {'path': str(path), 'event': 'deploy', 'node': 'gpu-node', 'once_per_fingerprint': True,
+            'fields': {'fingerprint': fingerprint}}
+    args.update(extra)
+    return args
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_deploy_is_recorded_once_per_configuration(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    first = run(history, deploy(path, 'a'), capsys)
+    again = run(history, deploy(path, 'a'), capsys)
+    other = run(history, deploy(path, 'b'), capsys)
+    assert (first['changed'], again['changed'], other['changed']) == (True, False, True)
+    assert [r['fingerprint'] for r in lines(path)] == ['a', 'b']
+
+
+def test_check_mode_reports_the_append_without_writing(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    result = run(history, deploy(path, 'a', _ansible_check_mode=True), capsys)
+    assert result['changed'] is True and result['appended'] is True
+    assert not path.exists()
+
+
+def test_a_missing_folder_fails_before_writing(tmp_path, capsys):
+    result = run(history, deploy(tmp_path / 'absent' / 'history.jsonl', 'a'), capsys)
+    assert result['failed'] and 'deploy the node first' in result['msg']
+
+
+def test_reserved_fields_are_refused(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    args = deploy(path, 'a')
+    args['fields']['event'] = 'benchmark'
+    result = run(history, args, capsys)
+    assert result['failed'] and 'may not set event' in result['msg']
+    assert not path.exists()
+
+
+def test_info_finds_the_baseline_of_the_running_configuration(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    for event, fields in [('deploy', {'fingerprint': 'base'}),
+                          ('benchmark', {'fingerprint': 'base', 'experiment': None,
+                                         'metrics': {'output_throughput': 1867.0}}),
+                          ('benchmark', {'fingerprint': 'fused', 'experiment': 'sm120_allreduce_fusion',
+                                         'metrics': {'output_throughput': 236.0}}),
+                          ('rollback', {'experiment': 'sm120_allreduce_fusion'})]:
+        run(history, {'path': str(path), 'event': event, 'node': 'gpu-node', 'fields': fields}, capsys)
+    path.write_text(path.read_text() + '{"torn')
+    info = run(history_info, {'path': str(path), 'fingerprint': 'base', 'max_age': 600}, capsys)
+    assert info['changed'] is False
+    assert info['total'] == 4 and info['skipped_lines'] == [5]
+    assert info['baseline_benchmark']['metrics']['output_throughput'] == 1867.0
+    assert info['latest']['rollback']['experiment'] == 'sm120_allreduce_fusion'
+    assert info['latest']['benchmark']['fingerprint'] == 'fused'
+
+
+def test_info_of_a_new_node_is_empty(tmp_path, capsys):
+    info = run(history_info, {'path': str(tmp_path / 'none.jsonl'), 'fingerprint': 'x'}, capsys)
+    assert info['records'] == [] and info['baseline_benchmark'] is None and info['latest'] == {}
