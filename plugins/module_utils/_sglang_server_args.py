@@ -1,0 +1,564 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Read the command line an installed SGLang accepts and check server arguments against it.
+
+SGLang's flags and their allowed values change between releases, and importing
+``sglang.srt.server_args`` pulls in torch. The source file is therefore read with ``ast``:
+every ``parser.add_argument(...)`` call gives the option strings, the action, ``nargs``,
+``type`` and ``choices``; choices that name module-level ``*_CHOICES`` lists (or a class
+attribute dictionary in an imported module) are resolved from the source as well.
+
+Arguments are structured: ``{flag: value}`` where ``true`` is a bare flag, ``false``/``null``
+leaves the flag out and a list gives several values.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import ast
+import difflib
+import json
+
+
+# Secrets must come from the vault-able role variables (environment file), never from argv.
+SECRET_DESTS = ('api_key', 'admin_api_key')
+
+_NO_VALUE_ACTIONS = ('store_true', 'store_false', 'store_const', 'count', 'help', 'version')
+_MULTI_VALUE_NARGS = ('+', '*')
+_SIMPLE_TYPES = ('int', 'float', 'str')
+
+
+class SglangServerArgsError(Exception):
+    """The server_args.py source or the given arguments cannot be used."""
+
+
+def _literal(node):
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _describe(node):
+    unparse = getattr(ast, 'unparse', None)
+    if unparse is not None:
+        return unparse(node)
+    return 'expression at line %d' % getattr(node, 'lineno', 0)
+
+
+class _SourceModule:
+    """Module-level names of one source file, evaluated lazily and only as far as literals go."""
+
+    def __init__(self, source, name, import_resolver, cache):
+        try:
+            self.tree = ast.parse(source)
+        except SyntaxError as exc:
+            raise SglangServerArgsError('cannot parse %s: %s' % (name, exc))
+        self.name = name
+        self.import_resolver = import_resolver
+        self.cache = cache
+        self.assignments = {}
+        self.classes = {}
+        self.imports = {}
+        for node in self.tree.body:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        self.assignments[target.id] = node.value
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+                self.assignments[node.target.id] = node.value
+            elif isinstance(node, ast.ClassDef):
+                self.classes[node.name] = node
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = (node.module, alias.name)
+
+    def _imported_module(self, local_name):
+        if local_name not in self.imports or self.import_resolver is None:
+            return None, None
+        module_name, remote_name = self.imports[local_name]
+        if module_name not in self.cache:
+            source = self.import_resolver(module_name)
+            self.cache[module_name] = (
+                _SourceModule(source, module_name, self.import_resolver, self.cache) if source is not None else None)
+        return self.cache[module_name], remote_name
+
+    def name_value(self, name, depth=0):
+        if name in self.assignments:
+            return self.evaluate(self.assignments[name], depth + 1)
+        module, remote_name = self._imported_module(name)
+        if module is not None:
+            return module.name_value(remote_name, depth + 1)
+        raise SglangServerArgsError('%s is not a literal in %s' % (name, self.name))
+
+    def class_attribute(self, class_name, attribute, depth=0):
+        if class_name not in self.classes:
+            module, remote_name = self._imported_module(class_name)
+            if module is None:
+                raise SglangServerArgsError('class %s is not readable from %s' % (class_name, self.name))
+            return module.class_attribute(remote_name, attribute, depth + 1)
+        for node in self.classes[class_name].body:
+            if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == attribute for t in node.targets):
+                return self.evaluate(node.value, depth + 1)
+            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                    and node.target.id == attribute and node.value is not None):
+                return self.evaluate(node.value, depth + 1)
+        raise SglangServerArgsError('%s.%s is not defined in %s' % (class_name, attribute, self.name))
+
+    def evaluate(self, node, depth=0):
+        """Value of a choices expression, or SglangServerArgsError when it needs running code."""
+        if depth > 20:
+            raise SglangServerArgsError('choices nest too deep in %s' % self.name)
+        ok, value = _literal(node)
+        if ok:
+            return value
+        if isinstance(node, ast.Name):
+            return self.name_value(node.id, depth)
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            items = []
+            for element in node.elts:
+                if isinstance(element, ast.Starred):
+                    items.extend(self.evaluate(element.value, depth + 1))
+                else:
+                    items.append(self.evaluate(element, depth + 1))
+            return items
+        if isinstance(node, ast.Dict):
+            keys = [self.evaluate(k, depth + 1) for k in node.keys if k is not None]
+            # Only the keys matter for choices; values are usually classes.
+            return dict((k, None) for k in keys)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return list(self.evaluate(node.left, depth + 1)) + list(self.evaluate(node.right, depth + 1))
+        if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in ('list', 'tuple', 'sorted', 'set'):
+                return list(self.evaluate(node.args[0], depth + 1))
+        if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == 'keys':
+            return list(self.evaluate(node.func.value, depth + 1))
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            return self.class_attribute(node.value.id, node.attr, depth + 1)
+        raise SglangServerArgsError('%s needs running code' % _describe(node))
+
+
+def _function_locals(function_node):
+    """Simple assignments inside add_cli_args (``x_choices = list(...)``), as expressions."""
+    local_values = {}
+    for node in ast.walk(function_node):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            local_values[node.targets[0].id] = node.value
+    return local_values
+
+
+def _action_name(node):
+    if node is None:
+        return 'store'
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return _describe(node)
+
+
+def _type_name(node):
+    if node is None:
+        return None
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return _describe(node)
+    return None
+
+
+def parse_server_args_source(source, import_resolver=None, name='server_args.py'):
+    """Read the options of every ``add_argument`` call in an SGLang ``server_args.py``.
+
+    ``import_resolver(module_name)`` returns the source text of another module (or None), so
+    that choices such as ``list(ReasoningParser.DetectorMap.keys())`` can be read too.
+
+    Returns ``{'options': {canonical: spec}, 'option_strings': {string: canonical}}``; a spec has
+    ``option_strings``, ``dest``, ``action``, ``takes_value``, ``nargs``, ``type``, ``choices``
+    (None when unrestricted) and ``choices_unresolved`` (the expression when it could not be read).
+    """
+    module = _SourceModule(source, name, import_resolver, {})
+    scopes = [n for n in ast.walk(module.tree)
+              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == 'add_cli_args']
+    if not scopes:
+        scopes = [module.tree]
+
+    options = {}
+    option_strings = {}
+    for scope in scopes:
+        local_values = _function_locals(scope) if scope is not module.tree else {}
+        for node in ast.walk(scope):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr == 'add_argument'):
+                continue
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            strings = [s for s in strings if s.startswith('-')]
+            if not strings:
+                continue
+            keywords = dict((k.arg, k.value) for k in node.keywords if k.arg)
+            action = _action_name(keywords.get('action'))
+            nargs_ok, nargs = _literal(keywords['nargs']) if 'nargs' in keywords else (True, None)
+            if not nargs_ok:
+                nargs = None
+            if action in _NO_VALUE_ACTIONS or nargs == 0:
+                takes_value = False
+            else:
+                takes_value = True
+            long_strings = [s for s in strings if s.startswith('--')]
+            canonical = (long_strings or strings)[0]
+            dest_ok, dest = _literal(keywords['dest']) if 'dest' in keywords else (False, None)
+            if not dest_ok or not isinstance(dest, str):
+                dest = canonical.lstrip('-').replace('-', '_')
+            choices = None
+            unresolved = None
+            if 'choices' in keywords:
+                expression = keywords['choices']
+                if isinstance(expression, ast.Name) and expression.id in local_values:
+                    expression = local_values[expression.id]
+                try:
+                    choices = module.evaluate(expression)
+                    if isinstance(choices, (set, frozenset)):
+                        choices = sorted(choices, key=str)
+                    choices = list(choices)
+                except SglangServerArgsError:
+                    unresolved = _describe(keywords['choices'])
+            options[canonical] = {
+                'option_strings': strings,
+                'dest': dest,
+                'action': action,
+                'takes_value': takes_value,
+                'nargs': nargs,
+                'type': _type_name(keywords.get('type')),
+                'choices': choices,
+                'choices_unresolved': unresolved,
+            }
+            for string in strings:
+                option_strings[string] = canonical
+    if not options:
+        raise SglangServerArgsError('%s defines no command line options (no add_argument calls found)' % name)
+    return {'options': options, 'option_strings': option_strings}
+
+
+def normalize_key(key):
+    """``tp-size``, ``--tp-size`` -> ``--tp-size``."""
+    if not isinstance(key, str) or not key.strip('-').strip():
+        raise SglangServerArgsError('argument name %r is not a flag name' % (key,))
+    return '--' + key.strip().lstrip('-')
+
+
+def resolve_option(spec, key):
+    """Canonical option for a flag name, matching argparse: exact name, alias, or unique prefix.
+
+    Returns ``(canonical, spelling, note)``: spelling is the full option string to write, note
+    explains an abbreviation. Raises on unknown/ambiguous flags.
+    """
+    flag = normalize_key(key)
+    table = spec['option_strings']
+    if flag in table:
+        return table[flag], flag, None
+    # argparse (allow_abbrev=True) accepts a prefix when exactly one option string starts with it;
+    # several option strings of one action still count as ambiguous there.
+    matches = sorted(s for s in table if s.startswith('--') and s.startswith(flag))
+    if len(matches) == 1:
+        return table[matches[0]], matches[0], '%s is accepted only as an abbreviation of %s' % (flag, matches[0])
+    if len(matches) > 1:
+        raise SglangServerArgsError('%s is ambiguous; it could be %s' % (flag, ', '.join(matches)))
+    close = difflib.get_close_matches(flag, [s for s in table if s.startswith('--')], n=3)
+    hint = ('; did you mean %s?' % ' or '.join(close)) if close else ''
+    raise SglangServerArgsError('%s is not an option of this SGLang%s' % (flag, hint))
+
+
+def _scalar_text(value):
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(',', ':'))
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _convert(type_name, text):
+    if type_name == 'int':
+        return int(text)
+    if type_name == 'float':
+        return float(text)
+    return text
+
+
+def _shown(option, value):
+    if option['dest'] in SECRET_DESTS:
+        return '<hidden>'
+    return value
+
+
+def check_value(canonical, option, value):
+    """Errors for one canonical option and its structured value (empty list when fine)."""
+    errors = []
+    if value is None or value is False:
+        return errors
+    if not option['takes_value']:
+        if value is not True:
+            errors.append('%s is a bare flag and takes no value; set it to true or false (got %r)'
+                          % (canonical, _shown(option, value)))
+        return errors
+    if value is True:
+        if option['nargs'] in ('?', '*'):
+            return errors
+        errors.append('%s needs a value; true only works for bare flags' % canonical)
+        return errors
+    if isinstance(value, list):
+        if option['nargs'] not in _MULTI_VALUE_NARGS and option['action'] != 'append':
+            errors.append('%s takes one value, got a list; only one value would take effect' % canonical)
+            return errors
+        items = value
+        if not items and option['nargs'] == '+':
+            errors.append('%s needs at least one value' % canonical)
+    else:
+        items = [value]
+    for item in items:
+        text = _scalar_text(item)
+        if text is None:
+            errors.append('%s=%r is not a value; true/false are only for bare flags' % (canonical, item))
+            continue
+        try:
+            converted = _convert(option['type'], text)
+        except ValueError:
+            errors.append('%s=%s is not a valid %s' % (canonical, _shown(option, text), option['type']))
+            continue
+        choices = option['choices']
+        if choices is not None and converted not in choices and text not in [str(c) for c in choices]:
+            errors.append('%s=%s is not valid; allowed: %s'
+                          % (canonical, _shown(option, text), ', '.join(str(c) for c in choices)))
+    return errors
+
+
+def canonicalize(spec, args, layer='sglang_server_args'):
+    """Map a structured layer to ``{canonical: value}``.
+
+    Returns ``(mapping, spellings, errors, notes)``; spellings maps each canonical option to the
+    full option string to write (the alias the user chose, or the option an abbreviation expands to).
+    """
+    mapping = {}
+    spellings = {}
+    origin = {}
+    errors = []
+    notes = []
+    if args is None:
+        return mapping, spellings, errors, notes
+    if not isinstance(args, dict):
+        raise SglangServerArgsError('%s must be a mapping of flag -> value, got %s' % (layer, type(args).__name__))
+    for key, value in args.items():
+        try:
+            canonical, spelling, note = resolve_option(spec, key)
+        except SglangServerArgsError as exc:
+            errors.append('%s: %s' % (layer, exc))
+            continue
+        option = spec['options'][canonical]
+        if option['dest'] in SECRET_DESTS:
+            errors.append('%s: %s must not be set here (it would end up in the process command line); '
+                          'set the vault-able variable sglang_server_api_key instead' % (layer, canonical))
+            continue
+        if note:
+            notes.append('%s: %s; written as %s' % (layer, note, spelling))
+        if canonical in mapping:
+            errors.append('%s: %s and %s set the same option %s' % (layer, origin[canonical], key, canonical))
+            continue
+        mapping[canonical] = value
+        spellings[canonical] = spelling
+        origin[canonical] = key
+        for message in check_value(canonical, option, value):
+            errors.append('%s: %s' % (layer, message))
+    return mapping, spellings, errors, notes
+
+
+def render_argv(args, spec=None, spellings=None):
+    """Structured args -> argv tokens: true -> bare flag, false/None -> left out, list -> repeated.
+
+    With a spec, a list for an ``nargs='+'``/``'*'`` option becomes one flag followed by its values,
+    because argparse keeps only the last occurrence of a repeated ``store`` option. ``spellings``
+    maps a key to the option string to write.
+    """
+    argv = []
+    for key, value in args.items():
+        flag = normalize_key((spellings or {}).get(key, key))
+        if value is None or value is False:
+            continue
+        if value is True:
+            argv.append(flag)
+            continue
+        option = None
+        if spec is not None and flag in spec['option_strings']:
+            option = spec['options'][spec['option_strings'][flag]]
+        if isinstance(value, list):
+            texts = [_scalar_text(item) for item in value]
+            if any(t is None for t in texts):
+                raise SglangServerArgsError('%s: true/false cannot be list items' % flag)
+            if option is not None and option['nargs'] in _MULTI_VALUE_NARGS:
+                argv.append(flag)
+                argv.extend(texts)
+            else:
+                for text in texts:
+                    argv.extend([flag, text])
+            continue
+        argv.extend([flag, _scalar_text(value)])
+    return argv
+
+
+def merge_layers(layers):
+    """Later layers win per canonical option; returns an ordered dict-like mapping."""
+    merged = {}
+    for layer in layers:
+        for canonical, value in layer.items():
+            merged[canonical] = value
+    return merged
+
+
+def argv_from_topology(value):
+    """Topology recommendations as a structured mapping (accepts a mapping or an argv list)."""
+    if value is None:
+        return {}
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, (list, tuple)):
+        mapping = {}
+        current = None
+        for token in value:
+            token = str(token)
+            if token.startswith('--'):
+                if '=' in token:
+                    name, text = token.split('=', 1)
+                    mapping[name] = text
+                    current = None
+                else:
+                    mapping[token] = True
+                    current = token
+            elif current is not None:
+                if mapping[current] is True:
+                    mapping[current] = token
+                elif isinstance(mapping[current], list):
+                    mapping[current].append(token)
+                else:
+                    mapping[current] = [mapping[current], token]
+            else:
+                raise SglangServerArgsError('recommended argument %r does not follow a flag' % token)
+        return mapping
+    raise SglangServerArgsError('recommended sglang arguments must be a mapping or a list, got %s'
+                                % type(value).__name__)
+
+
+def check_tensor_parallel(tp_size, gpu_count):
+    """Error text when tp does not divide into the node's GPUs, else None."""
+    if tp_size is None or tp_size is False or gpu_count is None:
+        return None
+    try:
+        tp = int(tp_size)
+        gpus = int(gpu_count)
+    except (TypeError, ValueError):
+        return '--tp-size=%s is not a whole number' % (tp_size,)
+    if tp < 1:
+        return '--tp-size=%d must be at least 1' % tp
+    if gpus < 1:
+        return 'the node reports %d GPUs; --tp-size=%d needs GPUs' % (gpus, tp)
+    if tp > gpus or gpus % tp != 0:
+        fitting = [str(n) for n in range(1, gpus + 1) if gpus % n == 0]
+        return ('--tp-size=%d does not divide into the %d GPUs of this node; use one of: %s'
+                % (tp, gpus, ', '.join(fitting)))
+    return None
+
+
+def build_server_command(spec, args, extra_args=None, recommended_args=None, gpu_count=None):
+    """Validate the layered arguments against a parsed spec and render the final argv.
+
+    Precedence: topology recommendations < ``args`` < ``extra_args``. Returns a dict with
+    ``argv``, ``args`` (flag as written -> value, false/None included), ``canonical_args``
+    (the same keyed by canonical option string), ``errors``, ``notes``,
+    ``unchecked`` (options whose allowed values could not be read from source) and
+    ``from_topology`` (canonical flags that the recommendations filled in).
+    """
+    errors = []
+    notes = []
+    layers = []
+    spellings = {}
+    for name, layer in (('recommended sglang args', argv_from_topology(recommended_args)),
+                        ('sglang_server_args', args),
+                        ('sglang_server_extra_args', extra_args)):
+        mapping, layer_spellings, layer_errors, layer_notes = canonicalize(spec, layer, name)
+        errors.extend(layer_errors)
+        notes.extend(layer_notes)
+        layers.append(mapping)
+        spellings.update(layer_spellings)
+    merged = merge_layers(layers)
+    from_topology = sorted(k for k in layers[0] if k not in layers[1] and k not in layers[2])
+
+    unchecked = sorted(k for k in merged if merged[k] not in (None, False)
+                       and spec['options'][k]['choices_unresolved'])
+
+    tp_canonical = spec['option_strings'].get('--tp-size') or spec['option_strings'].get('--tensor-parallel-size')
+    if tp_canonical is not None and gpu_count is not None:
+        message = check_tensor_parallel(merged.get(tp_canonical, 1), gpu_count)
+        if message:
+            errors.append(message)
+
+    argv = [] if errors else render_argv(merged, spec, spellings)
+    return {
+        'argv': argv,
+        'canonical_args': merged,
+        'args': dict((spellings[k][2:], v) for k, v in merged.items()),
+        'errors': errors,
+        'notes': notes,
+        'unchecked': unchecked,
+        'from_topology': from_topology,
+    }
+
+
+def effective_value(spec, merged, flag, default=None):
+    """Value of an option in the merged canonical mapping, by any of its names."""
+    canonical = spec['option_strings'].get(normalize_key(flag))
+    if canonical is None:
+        return default
+    value = merged.get(canonical)
+    return default if value is None or value is False else value
+
+
+def read_field_defaults(source, class_name='ServerArgs'):
+    """Literal defaults of the dataclass that holds the parsed arguments (dest -> value)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise SglangServerArgsError('cannot parse server_args source: %s' % exc)
+    defaults = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for field in node.body:
+                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and field.value is not None:
+                    ok, value = _literal(field.value)
+                    if ok:
+                        defaults[field.target.id] = value
+    return defaults
+
+
+def server_endpoint(spec, merged, defaults):
+    """Where the server will listen and which model name it will report, as SGLang decides it."""
+    def pick(flag, dest):
+        value = effective_value(spec, merged, flag)
+        return defaults.get(dest) if value is None else value
+
+    model_path = pick('--model-path', 'model_path')
+    served = pick('--served-model-name', 'served_model_name') or model_path
+    tp_size = pick('--tp-size', 'tp_size')
+    port = pick('--port', 'port')
+    return {
+        'host': pick('--host', 'host'),
+        'port': int(port) if port is not None else None,
+        'model_path': model_path,
+        'served_model_name': served,
+        'tp_size': int(tp_size) if tp_size is not None else None,
+    }

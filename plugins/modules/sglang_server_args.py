@@ -1,0 +1,297 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_server_args
+short_description: Check SGLang server arguments against the installed SGLang and render the command line
+version_added: 0.1.0
+description:
+  - Reads C(sglang/srt/server_args.py) of the SGLang installed in a virtual environment with Python's
+    C(ast) (SGLang is not imported, so torch is not loaded) and collects every option, its aliases and
+    its allowed values.
+  - Validates structured server arguments (flag -> value) against it and returns the command line.
+    Unknown flags, ambiguous abbreviations, values outside the allowed choices, numbers that do not parse
+    and a tensor-parallel size that does not divide into the node's GPUs fail the task with every error
+    listed, before anything on the host changes.
+  - Three layers are merged per option; later layers win: O(recommended_args) (topology),
+    O(args), O(extra_args).
+  - Never changes the host.
+author:
+  - inferops.serving maintainers
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+options:
+  venv_path:
+    description:
+      - Virtual environment that holds SGLang; C(lib/python3*/site-packages/sglang/srt/server_args.py)
+        is read from it.
+      - Required unless O(server_args_path) is given.
+    type: path
+  server_args_path:
+    description:
+      - Read this C(server_args.py) instead of the one in O(venv_path). Other SGLang modules that the
+        choices refer to are looked up relative to its package root.
+    type: path
+  args:
+    description:
+      - Server arguments, flag name (with or without leading dashes) -> value.
+      - V(true) writes a bare flag, V(false) or V(null) leaves the flag out, a list gives several values.
+    type: dict
+    default: {}
+  extra_args:
+    description:
+      - Arguments laid over O(args) (for example by an experiment).
+    type: dict
+    default: {}
+  recommended_args:
+    description:
+      - Arguments recommended by the topology facts (a mapping or an argv list); they only fill options
+        that O(args) and O(extra_args) leave unset.
+    type: raw
+  gpu_count:
+    description:
+      - GPUs on the node. When given, the tensor-parallel size must divide into it.
+    type: int
+  allow_missing:
+    description:
+      - When SGLang is not installed yet, return the unvalidated command line with a warning instead of
+        failing. Meant for check mode before the first installation.
+    type: bool
+    default: false
+notes:
+  - Choices that SGLang computes at run time and that cannot be read from source are reported in
+    RV(unchecked); everything else is checked.
+'''
+
+EXAMPLES = r'''
+- name: Validate the server arguments and render the command line
+  inferops.serving.sglang_server_args:
+    venv_path: /opt/sglang/venv
+    args:
+      model-path: lukealonso/GLM-5-NVFP4
+      served-model-name: glm-5
+      tp-size: 8
+      attention-backend: flashinfer
+      disable-cuda-graph: true
+    recommended_args: "{{ ansible_facts['nccl_topology']['recommended_sglang_args'] | default({}) }}"
+    gpu_count: "{{ ansible_facts['nccl_topology']['gpu_count'] | default(omit) }}"
+  register: __sglang_server_command
+'''
+
+RETURN = r'''
+argv:
+  description: Command line arguments after the module name, in order.
+  returned: success
+  type: list
+  elements: str
+  sample: ["--model-path", "lukealonso/GLM-5-NVFP4", "--tp-size", "8", "--disable-cuda-graph"]
+args:
+  description: The merged arguments, flag as written -> value (false/null entries kept).
+  returned: success
+  type: dict
+  sample: {"model-path": "lukealonso/GLM-5-NVFP4", "tp-size": 8}
+validated:
+  description: Whether the arguments were checked against an installed SGLang.
+  returned: always
+  type: bool
+server_args_path:
+  description: The C(server_args.py) that was read.
+  returned: when found
+  type: str
+  sample: /opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/server_args.py
+sglang_version:
+  description: Version of the installed SGLang distribution, from its dist-info folder.
+  returned: when found
+  type: str
+  sample: 0.5.9
+option_count:
+  description: Number of options the installed SGLang accepts.
+  returned: when validated
+  type: int
+  sample: 331
+host:
+  description: Address the server will bind to (SGLang's default when not set).
+  returned: when validated
+  type: str
+  sample: 0.0.0.0
+port:
+  description: Port the server will listen on (SGLang's default when not set).
+  returned: when validated
+  type: int
+  sample: 8000
+model_path:
+  description: Model the server will load.
+  returned: when validated
+  type: str
+  sample: lukealonso/GLM-5-NVFP4
+served_model_name:
+  description: Model name that C(/v1/models) will report.
+  returned: when validated
+  type: str
+  sample: glm-5
+tp_size:
+  description: Tensor-parallel size.
+  returned: when validated
+  type: int
+  sample: 8
+from_topology:
+  description: Options that the topology recommendations filled in.
+  returned: when validated
+  type: list
+  elements: str
+  sample: ["--disable-custom-all-reduce"]
+unchecked:
+  description: Options that are set but whose allowed values SGLang computes at run time.
+  returned: when validated
+  type: list
+  elements: str
+  sample: ["--lora-target-modules"]
+notes:
+  description: Remarks such as abbreviations that argparse expands.
+  returned: always
+  type: list
+  elements: str
+errors:
+  description: Every problem found; the task fails when it is not empty.
+  returned: failure
+  type: list
+  elements: str
+'''
+
+import glob
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
+    SglangServerArgsError,
+    build_server_command,
+    parse_server_args_source,
+    read_field_defaults,
+    render_argv,
+    argv_from_topology,
+    server_endpoint,
+)
+
+_SERVER_ARGS = os.path.join('sglang', 'srt', 'server_args.py')
+_SECRET_WORDS = ('key', 'token', 'secret', 'password')
+
+
+def _find_server_args(venv_path):
+    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _SERVER_ARGS)))
+    return candidates[-1] if candidates else None
+
+
+def _site_packages(server_args_path):
+    return os.path.dirname(os.path.dirname(os.path.dirname(server_args_path)))
+
+
+def _sglang_version(site_packages):
+    found = sorted(glob.glob(os.path.join(site_packages, 'sglang-*.dist-info')))
+    if not found:
+        return None
+    return os.path.basename(found[-1])[len('sglang-'):-len('.dist-info')]
+
+
+def _read(path):
+    with open(path, 'r') as handle:
+        return handle.read()
+
+
+def _resolver(site_packages):
+    def resolve(module_name):
+        base = os.path.join(site_packages, *module_name.split('.'))
+        for path in (base + '.py', os.path.join(base, '__init__.py')):
+            if os.path.isfile(path):
+                return _read(path)
+        return None
+    return resolve
+
+
+def _hide_secret_looking_values(module, *layers):
+    """A key put into the arguments by mistake must not be echoed back (invocation, errors)."""
+    for layer in layers:
+        if not isinstance(layer, dict):
+            continue
+        for key, value in layer.items():
+            name = str(key).lower()
+            if any(word in name for word in _SECRET_WORDS) and value not in (None, True, False):
+                for item in (value if isinstance(value, list) else [value]):
+                    module.no_log_values.add(str(item))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            venv_path=dict(type='path'),
+            server_args_path=dict(type='path'),
+            args=dict(type='dict', default={}),
+            extra_args=dict(type='dict', default={}),
+            recommended_args=dict(type='raw'),
+            gpu_count=dict(type='int'),
+            allow_missing=dict(type='bool', default=False),
+        ),
+        required_one_of=[('venv_path', 'server_args_path')],
+        supports_check_mode=True,
+    )
+    params = module.params
+    _hide_secret_looking_values(module, params['args'], params['extra_args'], params['recommended_args'])
+    path = params['server_args_path'] or _find_server_args(params['venv_path'])
+    result = dict(changed=False, validated=False, notes=[])
+
+    if not path or not os.path.isfile(path):
+        where = params['server_args_path'] or os.path.join(params['venv_path'], 'lib/python3*/site-packages', _SERVER_ARGS)
+        message = 'SGLang is not installed: %s does not exist; install it (role inferops.serving.sglang) first' % where
+        if not params['allow_missing']:
+            module.fail_json(msg=message, **result)
+        try:
+            merged = argv_from_topology(params['recommended_args'])
+            merged.update(params['args'])
+            merged.update(params['extra_args'])
+            result['argv'] = render_argv(merged)
+        except SglangServerArgsError as exc:
+            module.fail_json(msg=str(exc), **result)
+        result['args'] = merged
+        module.warn(message + '; the arguments were not validated')
+        module.exit_json(**result)
+
+    site_packages = _site_packages(path)
+    result['server_args_path'] = path
+    result['sglang_version'] = _sglang_version(site_packages)
+    try:
+        source = _read(path)
+        spec = parse_server_args_source(source, _resolver(site_packages), name=path)
+        command = build_server_command(
+            spec, params['args'], params['extra_args'], params['recommended_args'], params['gpu_count'])
+        endpoint = server_endpoint(spec, command['canonical_args'], read_field_defaults(source))
+    except (SglangServerArgsError, IOError, OSError) as exc:
+        module.fail_json(msg='cannot check the SGLang server arguments: %s' % exc, **result)
+
+    result['notes'] = command['notes']
+    if command['errors']:
+        module.fail_json(
+            msg='The SGLang %s installed here does not accept these server arguments:\n- %s'
+                % (result['sglang_version'] or '', '\n- '.join(command['errors'])),
+            errors=command['errors'], **result)
+    result.update(
+        validated=True,
+        argv=command['argv'],
+        args=command['args'],
+        option_count=len(spec['options']),
+        from_topology=command['from_topology'],
+        unchecked=command['unchecked'],
+        **endpoint
+    )
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

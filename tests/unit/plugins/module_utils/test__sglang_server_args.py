@@ -1,0 +1,273 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
+    SglangServerArgsError,
+    argv_from_topology,
+    build_server_command,
+    check_tensor_parallel,
+    parse_server_args_source,
+    read_field_defaults,
+    render_argv,
+    resolve_option,
+    server_endpoint,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.9')
+_IMPORTS = {
+    'sglang.srt.parser.reasoning_parser': 'reasoning_parser.py.txt',
+    'sglang.srt.function_call.function_call_parser': 'function_call_parser.py.txt',
+}
+
+# The command line of the seed's known-good server, structured.
+SEED_ARGS = {
+    'model': 'lukealonso/GLM-5-NVFP4',
+    'served-model-name': 'glm-5',
+    'reasoning-parser': 'glm45',
+    'tool-call-parser': 'glm47',
+    'trust-remote-code': True,
+    'tp': 8,
+    'mem-fraction-static': 0.92,
+    'max-running-requests': 1024,
+    'kv-cache-dtype': 'auto',
+    'quantization': 'modelopt_fp4',
+    'attention-backend': 'flashinfer',
+    'fp8-gemm-backend': 'cutlass',
+    'nsa-decode-backend': 'trtllm',
+    'nsa-prefill-backend': 'trtllm',
+    'moe-runner-backend': 'flashinfer_cutlass',
+    'disable-cuda-graph': True,
+    'disable-radix-cache': True,
+    'host': '0.0.0.0',
+    'port': 8000,
+}
+SEED_ARGV = (
+    '--model lukealonso/GLM-5-NVFP4 --served-model-name glm-5 --reasoning-parser glm45 '
+    '--tool-call-parser glm47 --trust-remote-code --tp-size 8 --mem-fraction-static 0.92 '
+    '--max-running-requests 1024 --kv-cache-dtype auto --quantization modelopt_fp4 '
+    '--attention-backend flashinfer --fp8-gemm-backend cutlass --nsa-decode-backend trtllm '
+    '--nsa-prefill-backend trtllm --moe-runner-backend flashinfer_cutlass --disable-cuda-graph '
+    '--disable-radix-cache --host 0.0.0.0 --port 8000'
+).split()
+
+
+def _read(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def _resolve(module_name):
+    return _read(_IMPORTS[module_name]) if module_name in _IMPORTS else None
+
+
+@pytest.fixture(scope='module')
+def real_source():
+    return _read('server_args.py.txt')
+
+
+@pytest.fixture(scope='module')
+def real_spec(real_source):
+    return parse_server_args_source(real_source, _resolve)
+
+
+SYNTHETIC = '''
+import argparse
+from other.module import Parsers
+
+MODE_CHOICES = ["fast", "slow"]
+MORE_CHOICES = [*MODE_CHOICES, "auto"]
+SET_CHOICES = {"b", "a"}
+
+
+class Args:
+    @staticmethod
+    def add_cli_args(parser):
+        level_choices = list(Parsers.Table.keys())
+        parser.add_argument("--model-path", "--model", type=str, required=True)
+        parser.add_argument("--mode", type=str, choices=MORE_CHOICES)
+        parser.add_argument("--pick", choices=SET_CHOICES)
+        parser.add_argument("--level", choices=level_choices)
+        parser.add_argument("--verbosity", type=int, choices=[0, 1, 2])
+        parser.add_argument("--ratio", type=float)
+        parser.add_argument("--enable-x", action="store_true")
+        parser.add_argument("--old-flag", action=DeprecatedAction)
+        parser.add_argument("--paths", nargs="+")
+        parser.add_argument("--maybe", nargs="?")
+        parser.add_argument("--dyn", choices=compute_choices())
+        parser.add_argument("--tp-size", "--tensor-parallel-size", type=int)
+        parser.add_argument("--token", dest="api_key")
+'''
+OTHER = '''
+class Parsers:
+    Table: dict = {"alpha": A, "beta": B}
+'''
+
+
+@pytest.fixture
+def synthetic_spec():
+    return parse_server_args_source(SYNTHETIC, lambda name: OTHER if name == 'other.module' else None)
+
+
+def test_real_source_knows_every_flag_of_the_known_good_server(real_spec):
+    result = build_server_command(real_spec, SEED_ARGS, gpu_count=8)
+    assert result['errors'] == []
+    assert result['argv'] == SEED_ARGV
+
+
+@pytest.mark.parametrize('flag, expected', [
+    ('--attention-backend', {'flashinfer', 'triton', 'fa3', 'trtllm_mha'}),
+    ('--moe-runner-backend', {'flashinfer_cutlass', 'triton', 'auto'}),
+    ('--nsa-decode-backend', {'trtllm', 'flashmla_sparse'}),
+    ('--quantization', {'modelopt_fp4', 'fp8'}),
+    ('--reasoning-parser', {'glm45', 'deepseek-r1'}),
+    ('--tool-call-parser', {'glm47', 'qwen25'}),
+    ('--sampling-backend', {'flashinfer', 'pytorch'}),
+    ('--tokenizer-mode', {'auto', 'slow'}),
+])
+def test_real_source_choices_are_read_without_importing(real_spec, flag, expected):
+    option = real_spec['options'][real_spec['option_strings'][flag]]
+    assert expected <= set(option['choices'])
+
+
+def test_real_source_store_true_and_aliases(real_spec):
+    table = real_spec['option_strings']
+    assert table['--model'] == table['--model-path']
+    assert table['--tp-size'] == table['--tensor-parallel-size']
+    assert real_spec['options'][table['--disable-cuda-graph']]['takes_value'] is False
+    assert real_spec['options'][table['--port']]['type'] == 'int'
+
+
+def test_real_source_tp_is_only_an_abbreviation(real_spec):
+    canonical, spelling, note = resolve_option(real_spec, 'tp')
+    assert spelling == '--tp-size'
+    assert real_spec['option_strings']['--tp-size'] == canonical
+    assert 'abbreviation' in note
+
+
+def test_real_source_newer_flag_names_are_rejected(real_spec):
+    # --dsa-*-backend replaced --nsa-*-backend only in later releases.
+    result = build_server_command(real_spec, {'model-path': 'm', 'dsa-decode-backend': 'trtllm'})
+    assert len(result['errors']) == 1
+    assert '--dsa-decode-backend is not an option' in result['errors'][0]
+    assert result['argv'] == []
+
+
+def test_real_source_invalid_choice_lists_allowed_values(real_spec):
+    result = build_server_command(real_spec, dict(SEED_ARGS, **{'attention-backend': 'flashinfer2'}))
+    assert len(result['errors']) == 1
+    message = result['errors'][0]
+    assert '--attention-backend=flashinfer2 is not valid' in message
+    assert 'flashinfer' in message.split('allowed:')[1]
+
+
+def test_real_source_field_defaults_give_the_endpoint(real_source, real_spec):
+    defaults = read_field_defaults(real_source)
+    bare = build_server_command(real_spec, {'model-path': 'org/model'})
+    assert server_endpoint(real_spec, bare['canonical_args'], defaults) == {
+        'host': defaults['host'], 'port': defaults['port'], 'model_path': 'org/model',
+        'served_model_name': 'org/model', 'tp_size': defaults['tp_size']}
+    seed = build_server_command(real_spec, SEED_ARGS)
+    endpoint = server_endpoint(real_spec, seed['canonical_args'], defaults)
+    assert (endpoint['host'], endpoint['port'], endpoint['served_model_name'], endpoint['tp_size']) == (
+        '0.0.0.0', 8000, 'glm-5', 8)
+
+
+def test_synthetic_choices_resolve_names_starred_sets_and_imported_class_keys(synthetic_spec):
+    options = synthetic_spec['options']
+    assert options['--mode']['choices'] == ['fast', 'slow', 'auto']
+    assert options['--pick']['choices'] == ['a', 'b']
+    assert options['--level']['choices'] == ['alpha', 'beta']
+    assert options['--dyn']['choices'] is None
+    assert options['--dyn']['choices_unresolved'] == 'compute_choices()'
+
+
+def test_synthetic_unresolved_choices_are_reported_not_guessed(synthetic_spec):
+    result = build_server_command(synthetic_spec, {'model': 'm', 'dyn': 'anything'})
+    assert result['errors'] == []
+    assert result['unchecked'] == ['--dyn']
+
+
+@pytest.mark.parametrize('args, message', [
+    ({'mode': 'warp'}, '--mode=warp is not valid; allowed: fast, slow, auto'),
+    ({'verbosity': 7}, '--verbosity=7 is not valid; allowed: 0, 1, 2'),
+    ({'ratio': 'lots'}, '--ratio=lots is not a valid float'),
+    ({'enable-x': 'yes'}, '--enable-x is a bare flag and takes no value'),
+    ({'mode': True}, '--mode needs a value'),
+    ({'mode': ['fast', 'slow']}, '--mode takes one value, got a list'),
+    ({'mode': 'fast', '--mode': 'slow'}, 'set the same option --mode'),
+    ({'model-path': 'a'}, 'set the same option --model-path'),
+    ({'m': 'x'}, '--m is ambiguous'),
+    ({'tensor-parallel-size': 2, 'tp-size': 2}, 'set the same option --tp-size'),
+    ({'enable_x': True}, 'did you mean --enable-x'),
+    ({'token': 'hunter2'}, 'sglang_server_api_key'),
+])
+def test_synthetic_bad_input_is_explained(synthetic_spec, args, message):
+    layered = dict({'model': 'm'}, **args)
+    result = build_server_command(synthetic_spec, layered)
+    assert any(message in error for error in result['errors']), result['errors']
+    assert result['argv'] == []
+
+
+def test_secret_values_never_appear_in_errors(synthetic_spec):
+    result = build_server_command(synthetic_spec, {'model': 'm', 'token': ['hunter2']})
+    assert result['errors']
+    assert not any('hunter2' in error for error in result['errors'])
+
+
+def test_synthetic_rendering_follows_argparse(synthetic_spec):
+    args = {'model': 'm', 'paths': ['a', 'b'], 'maybe': True, 'enable-x': True, 'old-flag': False,
+            'ratio': 0.5, 'verbosity': '2', 'mode': None}
+    result = build_server_command(synthetic_spec, args)
+    assert result['errors'] == []
+    assert result['argv'] == ['--model', 'm', '--paths', 'a', 'b', '--maybe', '--enable-x',
+                              '--ratio', '0.5', '--verbosity', '2']
+
+
+def test_layers_recommendations_fill_only_what_inventory_leaves_unset(synthetic_spec):
+    result = build_server_command(
+        synthetic_spec,
+        args={'model': 'm', 'mode': 'slow', 'enable-x': True},
+        extra_args={'enable-x': False, 'tensor-parallel-size': 4},
+        recommended_args=['--mode', 'fast', '--tp-size', '2', '--pick', 'a'],
+        gpu_count=8)
+    assert result['errors'] == []
+    assert result['argv'] == ['--mode', 'slow', '--tensor-parallel-size', '4', '--pick', 'a', '--model', 'm']
+    assert result['from_topology'] == ['--pick']
+
+
+def test_tp_must_divide_into_the_gpus(synthetic_spec):
+    result = build_server_command(synthetic_spec, {'model': 'm', 'tp-size': 3}, gpu_count=8)
+    assert result['errors'] == ['--tp-size=3 does not divide into the 8 GPUs of this node; use one of: 1, 2, 4, 8']
+    assert build_server_command(synthetic_spec, {'model': 'm', 'tp-size': 3})['errors'] == []
+
+
+@pytest.mark.parametrize('tp, gpus, ok', [(8, 8, True), (4, 8, True), (16, 8, False), (3, 8, False),
+                                          (0, 8, False), ('x', 8, False), (None, 8, True), (2, None, True)])
+def test_check_tensor_parallel(tp, gpus, ok):
+    assert (check_tensor_parallel(tp, gpus) is None) is ok
+
+
+def test_render_without_spec_repeats_lists_and_drops_false():
+    assert render_argv({'a': True, 'b': False, 'c': None, '--d': [1, 'x'], 'e': {'k': 1}}) == [
+        '--a', '--d', '1', '--d', 'x', '--e', '{"k":1}']
+
+
+def test_topology_argv_lists_become_structured():
+    assert argv_from_topology(['--a', '--b', '1', '--c=2', '--d', 'x', 'y']) == {
+        '--a': True, '--b': '1', '--c': '2', '--d': ['x', 'y']}
+    with pytest.raises(SglangServerArgsError):
+        argv_from_topology(['stray'])
+
+
+def test_source_without_options_or_unparsable_is_an_error():
+    with pytest.raises(SglangServerArgsError, match='no command line options'):
+        parse_server_args_source('X = 1\n')
+    with pytest.raises(SglangServerArgsError, match='cannot parse'):
+        parse_server_args_source('def (:\n')
