@@ -32,7 +32,9 @@ help:
 	@echo "make bench  - benchmark table (lab node)"
 
 $(BIN)/.installed: requirements.txt
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
+	  echo "python3 -m venv failed: installing Debian's python3-venv"; \
+	  rm -rf $(VENV); apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install -q -r requirements.txt
 	@touch $@
 

@@ -50,7 +50,7 @@ build_base() {
   mkdir -p "$cadir"
   awk -v dir="$cadir" '/-----BEGIN CERTIFICATE-----/{n++; f=sprintf("%s/host-%03d.crt", dir, n)} f{print > f} /-----END CERTIFICATE-----/{close(f); f=""}' \
     /etc/ssl/certs/ca-certificates.crt
-  chroot "$rootfs" update-ca-certificates >/dev/null
+  chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
   # pip before 24.2 ignores the system store; point it there as this host does.
   printf '[global]\ncert = /etc/ssl/certs/ca-certificates.crt\n' >"$rootfs/etc/pip.conf"
 
@@ -70,7 +70,6 @@ build_base() {
 
   tar -C "$rootfs" -c . | docker import \
     --change 'ENV container=docker' \
-    --change 'STOPSIGNAL SIGRTMIN+3' \
     --change 'CMD ["/lib/systemd/systemd"]' \
     - "$LAB_BASE_IMAGE" >/dev/null
   rm -rf "$rootfs"
@@ -104,6 +103,8 @@ cp "$here/lab-cuda-repo.service" "$ctx/"
 cat >"$ctx/Dockerfile" <<EOF
 FROM $LAB_BASE_IMAGE
 LABEL inferops.lab.hash="$lab_hash"
+# systemd halts cleanly on this signal; docker import cannot set it, a build can.
+STOPSIGNAL SIGRTMIN+3
 # The simulated NVIDIA CUDA apt repository, served on the node's loopback like a mirror.
 COPY apt /srv/inferops-lab/apt
 COPY lab-cuda-repo.service /etc/systemd/system/lab-cuda-repo.service
