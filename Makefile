@@ -14,7 +14,8 @@ BIN := $(VENV)/bin
 LAB_IMAGE ?= inferops-lab:bookworm
 LAB_NODE ?= gpu-node
 SCENARIOS ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
-SANITY_ROOT := $(CURDIR)/build/sanity/ansible_collections/inferops/serving
+# Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.
+SANITY_ROOT := $(or $(TMPDIR),/tmp)/inferops-sanity/ansible_collections/inferops/serving
 
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -67,7 +68,12 @@ ansible-lint: venv
 
 # ansible-test wants the collection under ansible_collections/<namespace>/<name>:
 # copy the tracked and new files there (never the venv or caches).
-sanity: venv
+ANSIBLE_TEST_GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+
+$(ANSIBLE_TEST_GET_PIP): scripts/ansible-test-get-pip.py
+	@mkdir -p $(dir $@) && cp $< $@
+
+sanity: venv $(ANSIBLE_TEST_GET_PIP)
 	@rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
 	@git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C $(SANITY_ROOT) -xf -
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --python 3.11 --color no
