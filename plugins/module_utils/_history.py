@@ -13,7 +13,7 @@ __metaclass__ = type
 import datetime
 import json
 
-EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback', 'refused')
+EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback')
 
 # Keys the history itself owns; caller fields may not overwrite them.
 RESERVED = ('ts', 'epoch', 'event', 'node')
@@ -96,18 +96,16 @@ def is_repeat(records, record, key='fingerprint'):
     return previous is not None and previous.get(key) == record.get(key)
 
 
-def recent_baseline(records, fingerprint, max_age_s, now):
-    """The newest baseline benchmark of this exact configuration that is at most ``max_age_s`` old.
+def recent_benchmark(records, fingerprint, max_age_s, now):
+    """The newest benchmark of this exact configuration that is at most ``max_age_s`` old.
 
-    A benchmark only counts as the baseline for an experiment when it measured
-    the configuration that is running now (same fingerprint) without an overlay.
+    A benchmark only stands for the running server when it measured the configuration
+    that runs now (same fingerprint); one that is too old is measured again.
     """
     if max_age_s is not None and max_age_s < 0:
         raise HistoryError('max_age must not be negative, got %r' % (max_age_s,))
     for record in reversed(records):
-        if record.get('event') != 'benchmark' or record.get('experiment'):
-            continue
-        if record.get('fingerprint') != fingerprint:
+        if record.get('event') != 'benchmark' or record.get('fingerprint') != fingerprint:
             continue
         metrics = record.get('metrics') or {}
         if not metrics.get('output_throughput'):

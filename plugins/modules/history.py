@@ -30,7 +30,7 @@ options:
     description: What happened.
     type: str
     required: true
-    choices: [deploy, benchmark, experiment, rollback, refused]
+    choices: [deploy, benchmark, experiment, rollback]
   node:
     description: Name of the node in the record, normally C(inventory_hostname).
     type: str
@@ -130,6 +130,10 @@ def main():
     )
     path = module.params['path']
     if not os.path.isdir(os.path.dirname(path) or '.'):
+        if module.check_mode:
+            # A first deploy in check mode: the folder would exist by now.
+            module.exit_json(changed=True, appended=True, skipped_lines=[],
+                             record={'event': module.params['event'], 'node': module.params['node']})
         module.fail_json(msg='the folder of %s does not exist; deploy the node first (gpu_vm creates it)' % path)
     try:
         records, skipped = parse_history(_read(path))

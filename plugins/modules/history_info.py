@@ -13,7 +13,7 @@ short_description: Read the history of an SGLang node
 version_added: 0.1.0
 description:
   - Reads the JSON-lines history written by M(inferops.serving.history) and returns the
-    newest records, the newest record of each event, and the newest baseline benchmark of
+    newest records, the newest record of each event, and the newest benchmark of
     a given configuration.
   - A missing file is an empty history.
 author:
@@ -25,11 +25,12 @@ options:
     default: /var/lib/sglang/history.jsonl
   fingerprint:
     description:
-      - Fingerprint of the configuration running now. RV(baseline_benchmark) is the newest
-        benchmark without an experiment that measured exactly this configuration.
+      - Fingerprint of a configuration, normally that of the latest deploy. RV(benchmark) is the
+        newest benchmark that measured exactly this configuration.
+      - Defaults to the fingerprint of the latest C(deploy) record.
     type: str
   max_age:
-    description: Seconds after which a baseline benchmark no longer counts as recent.
+    description: Seconds after which a benchmark no longer counts as recent.
     type: int
     default: 86400
   last:
@@ -42,16 +43,15 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Find a recent baseline for this configuration
+- name: Find a recent benchmark of the deployed configuration
   inferops.serving.history_info:
-    fingerprint: "{{ __stack_fingerprint }}"
     max_age: 3600
   register: __history
 
-- name: Benchmark the baseline when there is none
+- name: Benchmark the running server when there is none
   inferops.serving.serving_benchmark:
     model: glm-5
-  when: __history.baseline_benchmark is none
+  when: __history.benchmark is none
 '''
 
 RETURN = r'''
@@ -65,8 +65,12 @@ latest:
   returned: always
   type: dict
   sample: {"deploy": {"event": "deploy", "fingerprint": "3f1c...", "ts": "2026-02-19T13:53:43Z"}}
-baseline_benchmark:
-  description: The newest baseline benchmark of O(fingerprint) younger than O(max_age), or null.
+fingerprint:
+  description: The fingerprint RV(benchmark) was looked up for (O(fingerprint) or that of the latest deploy), or null.
+  returned: always
+  type: str
+benchmark:
+  description: The newest benchmark of RV(fingerprint) younger than O(max_age), or null.
   returned: always
   type: dict
 total:
@@ -91,7 +95,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     HistoryError,
     latest,
     parse_history,
-    recent_baseline,
+    recent_benchmark,
 )
 
 
@@ -111,10 +115,13 @@ def main():
         with open(path, 'rb') as handle:
             text = handle.read().decode('utf-8', 'replace')
     records, skipped = parse_history(text)
+    fingerprint = module.params['fingerprint']
+    if not fingerprint:
+        fingerprint = (latest(records, 'deploy') or {}).get('fingerprint')
     try:
-        baseline = None
-        if module.params['fingerprint']:
-            baseline = recent_baseline(records, module.params['fingerprint'], module.params['max_age'], time.time())
+        benchmark = None
+        if fingerprint:
+            benchmark = recent_benchmark(records, fingerprint, module.params['max_age'], time.time())
     except HistoryError as exc:
         module.fail_json(msg=str(exc))
     newest = {}
@@ -124,7 +131,7 @@ def main():
             newest[event] = record
     keep = max(module.params['last'], 0)
     module.exit_json(changed=False, records=records[-keep:] if keep else [], latest=newest,
-                     baseline_benchmark=baseline, total=len(records), skipped_lines=skipped)
+                     fingerprint=fingerprint, benchmark=benchmark, total=len(records), skipped_lines=skipped)
 
 
 if __name__ == '__main__':

@@ -59,7 +59,7 @@ def test_reserved_fields_are_refused(tmp_path, capsys):
     assert not path.exists()
 
 
-def test_info_finds_the_baseline_of_the_running_configuration(tmp_path, capsys):
+def test_info_finds_the_benchmark_of_the_deployed_configuration(tmp_path, capsys):
     path = tmp_path / 'history.jsonl'
     for event, fields in [('deploy', {'fingerprint': 'base'}),
                           ('benchmark', {'fingerprint': 'base', 'experiment': None,
@@ -69,14 +69,18 @@ def test_info_finds_the_baseline_of_the_running_configuration(tmp_path, capsys):
                           ('rollback', {'experiment': 'sm120_allreduce_fusion'})]:
         run(history, {'path': str(path), 'event': event, 'node': 'gpu-node', 'fields': fields}, capsys)
     path.write_text(path.read_text() + '{"torn')
-    info = run(history_info, {'path': str(path), 'fingerprint': 'base', 'max_age': 600}, capsys)
+    info = run(history_info, {'path': str(path), 'max_age': 600}, capsys)
     assert info['changed'] is False
     assert info['total'] == 4 and info['skipped_lines'] == [5]
-    assert info['baseline_benchmark']['metrics']['output_throughput'] == 1867.0
+    # Without a fingerprint: the configuration of the latest deploy.
+    assert info['fingerprint'] == 'base'
+    assert info['benchmark']['metrics']['output_throughput'] == 1867.0
+    fused = run(history_info, {'path': str(path), 'fingerprint': 'fused'}, capsys)
+    assert fused['benchmark']['metrics']['output_throughput'] == 236.0
     assert info['latest']['rollback']['experiment'] == 'sm120_allreduce_fusion'
     assert info['latest']['benchmark']['fingerprint'] == 'fused'
 
 
 def test_info_of_a_new_node_is_empty(tmp_path, capsys):
     info = run(history_info, {'path': str(tmp_path / 'none.jsonl'), 'fingerprint': 'x'}, capsys)
-    assert info['records'] == [] and info['baseline_benchmark'] is None and info['latest'] == {}
+    assert info['records'] == [] and info['benchmark'] is None and info['latest'] == {}

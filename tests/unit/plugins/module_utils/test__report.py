@@ -1,0 +1,131 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._report import (
+    REDACTED,
+    ReportError,
+    link_class,
+    redact,
+    throughput_chart_svg,
+    topology_grid,
+    topology_text,
+)
+
+SVG = '{http://www.w3.org/2000/svg}'
+T0 = 1771509223.0
+
+SEED_HISTORY = [
+    {'event': 'deploy', 'epoch': T0, 'fingerprint': 'base'},
+    {'event': 'benchmark', 'epoch': T0 + 60, 'experiment': None,
+     'metrics': {'output_throughput': 1867.0, 'gpu': {'mean_power_w': 250.0, 'power_limit_w': 600.0}}},
+    {'event': 'benchmark', 'epoch': T0 + 400, 'experiment': 'sm120_allreduce_fusion',
+     'metrics': {'output_throughput': 236.0, 'gpu': {'mean_power_w': 125.0, 'power_limit_w': 600.0}}},
+    {'event': 'rollback', 'epoch': T0 + 460, 'experiment': 'sm120_allreduce_fusion'},
+    {'event': 'experiment', 'epoch': T0 + 470, 'experiment': 'sm120_allreduce_fusion', 'outcome': 'rolled_back'},
+]
+
+PROXMOX_8GPU = {
+    'gpu_count': 3,
+    'gpus': [{'name': 'NVIDIA RTX PRO 6000 Blackwell Server Edition'}] * 3,
+    'gpu_links': [['X', 'PHB', 'SYS'], ['PHB', 'X', 'NV4'], ['SYS', 'NV4', 'X']],
+    'p2p_read': [['X', 'NS', 'NS'], ['NS', 'X', 'OK'], ['NS', 'OK', 'X']],
+    'allreduce_fusion_advised': False,
+    'reasons': ['GPU pairs without P2P: allreduce fusion needs peer-to-peer access'],
+    'recommended_env': {'NCCL_P2P_LEVEL': '5', 'NCCL_IB_DISABLE': '1'},
+    'weakest_link': 'SYS',
+}
+
+
+def parse(svg):
+    return ET.fromstring(svg)
+
+
+def test_chart_marks_each_benchmark_and_the_rollback():
+    root = parse(throughput_chart_svg(SEED_HISTORY))
+    texts = [t.text for t in root.iter(SVG + 'text')]
+    assert '1,867' in texts and '236' in texts
+    assert 'rollback to baseline' in texts
+    assert 'sm120_allreduce_fusion: rolled back' in texts
+    tips = [t.text for t in root.iter(SVG + 'title')]
+    assert 'baseline: 1,867.0 tok/s' in tips
+    assert 'sm120_allreduce_fusion: 236.0 tok/s' in tips
+    assert '125 W mean GPU power' in tips
+
+
+def test_chart_puts_the_regression_below_the_baseline():
+    root = parse(throughput_chart_svg(SEED_HISTORY))
+    circles = list(root.iter(SVG + 'circle'))
+    diamonds = [p for p in root.iter(SVG + 'path') if p.find(SVG + 'title') is not None
+                and 'tok/s' in p.find(SVG + 'title').text]
+    baseline_y = float(circles[0].get('cy'))
+    experiment_top_y = float(diamonds[0].get('d').split()[1])
+    # SVG y grows downwards: the slower experiment is drawn lower.
+    assert experiment_top_y > baseline_y
+
+
+def test_chart_escapes_experiment_names():
+    history = [dict(SEED_HISTORY[2], experiment='<script>x</script>')]
+    svg = throughput_chart_svg(history)
+    assert '<script>' not in svg
+    parse(svg)
+
+
+def test_chart_without_benchmarks_says_what_to_do():
+    root = parse(throughput_chart_svg([SEED_HISTORY[0]]))
+    assert 'No benchmark recorded yet' in ''.join(t.text for t in root.iter(SVG + 'text'))
+
+
+def test_chart_needs_a_list():
+    with pytest.raises(ReportError):
+        throughput_chart_svg({'event': 'benchmark'})
+
+
+@pytest.mark.parametrize('link, cls', [
+    ('X', 'self'), ('NV12', 'nvlink'), ('PIX', 'switch'), ('PXB', 'switch'), ('PHB', 'hostbridge'),
+    ('NODE', 'hostbridge'), ('SYS', 'crossnuma'), ('???', 'unknown'),
+])
+def test_link_classes(link, cls):
+    assert link_class(link) == cls
+
+
+def test_grid_classifies_links_and_shows_p2p():
+    grid = topology_grid(PROXMOX_8GPU)
+    assert grid['labels'] == ['GPU0', 'GPU1', 'GPU2']
+    cell = grid['rows'][0]['cells'][1]
+    assert (cell['text'], cell['cls'], cell['p2p'], cell['p2p_ok']) == ('PHB', 'hostbridge', 'r:NS', False)
+    assert grid['rows'][1]['cells'][2]['p2p_ok'] is True
+    assert [entry['cls'] for entry in grid['legend']] == ['self', 'nvlink', 'hostbridge', 'crossnuma']
+
+
+def test_grid_accepts_a_mapping_matrix():
+    facts = {'gpu_links': {'0': {'0': 'X', '1': 'PHB'}, '1': {'0': 'PHB', '1': 'X'}}}
+    assert [c['text'] for c in topology_grid(facts)['rows'][1]['cells']] == ['PHB', 'X']
+
+
+def test_grid_rejects_a_matrix_it_cannot_read():
+    with pytest.raises(ReportError):
+        topology_grid({'gpu_links': 'PHB'})
+
+
+def test_text_aligns_the_matrix_and_explains_the_advice():
+    lines = topology_text(PROXMOX_8GPU)
+    assert lines[0] == 'GPUs: 3 x NVIDIA RTX PRO 6000 Blackwell Server Edition'
+    header, row0 = lines[1], lines[2]
+    assert header.index('GPU1') + len('GPU1') == row0.index('PHB') + len('PHB')
+    assert 'FlashInfer allreduce fusion: NOT advised' in lines
+    assert '  - GPU pairs without P2P: allreduce fusion needs peer-to-peer access' in lines
+    assert '  NCCL_P2P_LEVEL=5' in lines
+    assert 'Weakest link: SYS' in lines
+
+
+def test_redact_masks_secrets_only():
+    shown = redact({'SGLANG_API_KEY': 'sk-123', 'HF_TOKEN': 'hf_x', 'api-key': 'y', 'NCCL_P2P_LEVEL': '5',
+                    'HF_TOKEN_UNSET': ''})
+    assert shown == {'SGLANG_API_KEY': REDACTED, 'HF_TOKEN': REDACTED, 'api-key': REDACTED,
+                     'NCCL_P2P_LEVEL': '5', 'HF_TOKEN_UNSET': ''}
