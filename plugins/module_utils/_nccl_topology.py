@@ -436,20 +436,25 @@ def _xml_events(text, warnings):
             events.append(("start", element))
         return events
     parser = XMLPullParser(events=("start", "end"))
-    try:
-        parser.feed(text)
-        parser.close()
-        events.extend(parser.read_events())
-    except ET.ParseError as exc:
-        events.extend(parser.read_events())
+    error = None
+    # The pull parser queues a syntax error among the events and raises it
+    # from read_events(), after the events that came before it.
+    for step in (lambda: parser.feed(text), parser.close):
+        try:
+            step()
+            events.extend(parser.read_events())
+        except (ET.ParseError, ValueError) as exc:
+            error = exc
+            break
+    if error is not None:
         closed_system = any(kind == "end" and element.tag == "system" for kind, element in events)
         if closed_system:
-            warnings.append("NCCL topology XML: ignored text after </system> (%s)" % exc)
+            warnings.append("NCCL topology XML: ignored text after </system> (%s)" % error)
         elif events:
-            warnings.append("NCCL topology XML is cut or damaged (%s); read what came before" % exc)
+            warnings.append("NCCL topology XML is cut or damaged (%s); read what came before" % error)
         else:
             raise TopologyError("NCCL topology XML cannot be read (%s): expected %s"
-                                % (exc, _EXPECTED["NCCL topology XML"]))
+                                % (error, _EXPECTED["NCCL topology XML"]))
     return events
 
 
