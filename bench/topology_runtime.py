@@ -43,12 +43,13 @@ def ensure_collection_link():
 
 def timed(argv, env):
     start = time.perf_counter()
-    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    proc = subprocess.run(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          check=False)
     return time.perf_counter() - start, proc
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--nvidia-smi", dest="nvidia_smi")
     parser.add_argument("--sysfs-root", dest="sysfs_root")
     parser.add_argument("--json", dest="json_file", help="also write the result as JSON here")
@@ -60,7 +61,8 @@ def main(argv):
         smi = SIMULATED
     env = dict(os.environ, **C_LOCALE)
 
-    warm_rc = subprocess.run([smi, "-L"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    warm_rc = subprocess.run([smi, "-L"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             check=False).returncode
     if warm_rc != 0:
         sys.stderr.write("%s -L failed with rc %d: no GPU to measure against\n" % (smi, warm_rc))
         return 1

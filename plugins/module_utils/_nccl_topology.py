@@ -541,7 +541,7 @@ def _xml_links(gpus, nvlinks):
             # NVSwitch: every GPU linked to the switches reaches every other one.
             switch_links[by_bus[owner]] = switch_links.get(by_bus[owner], 0) + count
     count = len(gpus)
-    links = [["X"] * count for _ in range(count)]
+    links = [["X"] * count for _row in range(count)]
     for a in range(count):
         for b in range(count):
             if a == b:

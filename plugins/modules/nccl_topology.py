@@ -26,7 +26,7 @@ description:
     (offline analysis of another host's support bundle).
   - Only reads; never changes the node.
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 options:
   topo_matrix_file:
     description:
@@ -78,11 +78,14 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result.
     support: full
     details: Only reads; the result is the same in check mode.
   diff_mode:
+    description: Returns details on what has changed.
     support: none
   facts:
+    description: Action returns an C(ansible_facts) dictionary that updates existing host facts.
     support: full
 notes:
   - "The advice rules: C(NCCL_IB_DISABLE=1) when the NIC list is known and has no InfiniBand/RoCE

@@ -14,12 +14,12 @@ description:
   - Reads the kernel's PCI device list under O(sysfs_root) and returns every NVIDIA
     display or 3D controller (vendor C(0x10de), PCI class C(0x03xxxx)) with its bus id,
     device id, NUMA node, CPU list, link and the bridges above it.
-  - Needs no NVIDIA driver and no C(lspci): it works on a fresh host before the
-    driver is installed, which is when a preflight needs to know the GPUs are there.
+  - "Needs no NVIDIA driver and no C(lspci): it works on a fresh host before the
+    driver is installed, which is when a preflight needs to know the GPUs are there."
   - Zero GPUs is a result (RV(count=0)), not a failure; the caller decides whether that is an error.
   - Fails only when O(sysfs_root) cannot be read as a PCI tree.
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 options:
   sysfs_root:
     description:
@@ -29,9 +29,11 @@ options:
     default: /sys
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result.
     support: full
     details: Only reads files.
   diff_mode:
+    description: Returns details on what has changed.
     support: none
 notes:
   - C(numa_node) is null where the kernel reports C(-1), as in virtual machines without a virtual NUMA topology.

@@ -137,8 +137,8 @@ def test_cut_matrix_is_an_error_naming_the_missing_rows():
 
 
 def test_corrupted_nic_row_is_ignored_with_a_warning():
-    text = read(FIXTURES, "10_4xL40S_2nics_nic_legend_spaces.txt").replace("NIC1    SYS     SYS     NODE",
-                                                                              "NIC1    SYS     SYS     ????")
+    text = read(FIXTURES, "10_4xL40S_2nics_nic_legend_spaces.txt")
+    text = text.replace("NIC1    SYS     SYS     NODE", "NIC1    SYS     SYS     ????")
     parsed = parse_topo_matrix(text)
     assert len(parsed["gpu_links"]) == 4
     assert any("row NIC1 ignored" in warning for warning in parsed["warnings"])

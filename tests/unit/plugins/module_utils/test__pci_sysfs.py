@@ -108,7 +108,7 @@ def test_rdma_list_is_empty_without_infiniband_class(tmp_path):
 
 @pytest.mark.parametrize("make", [
     lambda path: str(path / "missing"),
-    lambda path: str(path),
+    str,
 ])
 def test_unreadable_root_is_an_error_that_names_what_was_expected(tmp_path, make):
     with pytest.raises(PciSysfsError, match="bus/pci/devices|does not exist"):
