@@ -406,8 +406,16 @@ def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):
         rc, out, err = module.run_command(query_cmd, environ_update=C_LOCALE)
         warnings.append("nvidia-smi does not know compute_cap (driver older than R510); compute capability unknown")
     if rc != 0:
+        hint = ''
+        if sysfs_gpus:
+            # The card is on the bus but the driver does not answer: typically a driver
+            # installed without the reboot that loads it, or a kernel module that failed.
+            hint = (" The PCI bus shows %d NVIDIA GPU(s) (bound driver: %s); load the NVIDIA driver "
+                    "(reboot after installing it) and run again."
+                    % (len(sysfs_gpus), ', '.join(sorted(set(gpu['driver'] or 'none' for gpu in sysfs_gpus)))))
         module.fail_json(
-            msg="%s failed with rc %d: %s" % (' '.join(query_cmd), rc, (err or out).strip() or 'no output'),
+            msg="%s failed with rc %d: %s.%s" % (' '.join(query_cmd), rc,
+                                                  ((err or out).strip() or 'no output').rstrip('.'), hint),
             rc=rc, stdout=out, stderr=err, cmd=query_cmd, sysfs_gpus=sysfs_summary(sysfs_gpus))
     parsed['query'] = parse_or_fail(module, parse_query_gpu, out, ' '.join(query_cmd[1:]), rc)
     sources['query_gpu'] = 'nvidia-smi ' + ' '.join(query_cmd[1:])

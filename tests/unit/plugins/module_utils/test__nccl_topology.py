@@ -103,6 +103,17 @@ def test_layout_noise_does_not_change_the_matrix(variant):
     assert parse_topo_matrix(variant(text))["gpu_links"] == parse_topo_matrix(text)["gpu_links"]
 
 
+def test_oldest_header_generation_with_cpu_affinity_only():
+    lines = read(FIXTURES, "16_4xV100_traverse_nv3_mlx5_numa8.txt").split("\n")
+    old = "\n".join(line.rsplit("\t", 1)[0] if line.startswith(("\t", "GPU", "mlx5")) else line for line in lines)
+    assert "NUMA Affinity" not in old
+    parsed = parse_topo_matrix(old)
+    assert parsed["gpu_links"][0][1] == "NV3" and parsed["nic_names"][3] == "mlx5_3"
+    assert [row["cpu_affinity"] for row in parsed["gpu_rows"]] == ["0-63", "0-63", "64-127", "64-127"]
+    assert all(row["numa_node"] is None for row in parsed["gpu_rows"])
+    assert parsed["warnings"] == []
+
+
 def test_shell_prompt_glued_to_the_header_is_dropped_with_a_warning():
     parsed = parse_topo_matrix(glue_prompt(sim("topo", "-m")))
     assert len(parsed["gpu_links"]) == 8
