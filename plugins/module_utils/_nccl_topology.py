@@ -33,7 +33,7 @@ class TopologyError(Exception):
 _PCIE_RANK = {"SYS": 0, "SOC": 0, "NODE": 1, "PHB": 2, "PXB": 3, "PIX": 4}
 _NVLINK = re.compile(r"^NV(\d+)$")
 LINK_MEANING = {
-    "SYS": "crosses the SMP interconnect between NUMA nodes (QPI/UPI/xGMI)",
+    "SYS": "crosses the SMP interconnect between NUMA nodes, such as QPI, UPI or xGMI",
     "SOC": "crosses the SMP interconnect between CPU sockets",
     "NODE": "crosses the interconnect between PCIe host bridges within a NUMA node",
     "PHB": "crosses a PCIe host bridge, typically the CPU",
