@@ -413,9 +413,9 @@ def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):
             hint = (" The PCI bus shows %d NVIDIA GPU(s) (bound driver: %s); load the NVIDIA driver "
                     "(reboot after installing it) and run again."
                     % (len(sysfs_gpus), ', '.join(sorted(set(gpu['driver'] or 'none' for gpu in sysfs_gpus)))))
+        said = ((err or out).strip() or 'no output').rstrip('.')
         module.fail_json(
-            msg="%s failed with rc %d: %s.%s" % (' '.join(query_cmd), rc,
-                                                  ((err or out).strip() or 'no output').rstrip('.'), hint),
+            msg="%s failed with rc %d: %s.%s" % (' '.join(query_cmd), rc, said, hint),
             rc=rc, stdout=out, stderr=err, cmd=query_cmd, sysfs_gpus=sysfs_summary(sysfs_gpus))
     parsed['query'] = parse_or_fail(module, parse_query_gpu, out, ' '.join(query_cmd[1:]), rc)
     sources['query_gpu'] = 'nvidia-smi ' + ' '.join(query_cmd[1:])
