@@ -177,10 +177,14 @@ def parse_topo_matrix(text):
     rows = {}
     nic_legend = {}
     in_nic_legend = False
+    rows_ended = False
     for number in range(header_at + 1, len(lines)):
         line = lines[number]
         stripped = line.strip()
         if not stripped:
+            # The matrix ends at its first blank line: what follows is legend, or
+            # another command's output when several were saved into one file.
+            rows_ended = rows_ended or bool(rows)
             continue
         if stripped.startswith("NIC Legend"):
             in_nic_legend = True
@@ -188,6 +192,8 @@ def parse_topo_matrix(text):
         legend_match = _NIC_LEGEND_ROW.match(line)
         if legend_match:
             nic_legend[legend_match.group(1)] = legend_match.group(2)
+            continue
+        if rows_ended:
             continue
         tokens = stripped.split()
         label = tokens[0]
@@ -286,6 +292,8 @@ def parse_p2p_matrix(text):
     rows = {}
     for number in range(header_at + 1, len(lines)):
         tokens = lines[number].split()
+        if not tokens and rows:
+            break
         if not tokens or not _GPU_LABEL.match(tokens[0]):
             continue
         label = tokens[0]

@@ -140,6 +140,13 @@ def test_corrupted_gpu_row_is_an_error_naming_the_row(damage, row):
         parse_topo_matrix(damaged)
 
 
+def test_outputs_saved_into_one_file_are_read_one_block_each():
+    bundle = sim("topo", "-m") + "\n$ nvidia-smi topo -p2p r\n" + sim("topo", "-p2p", "r")
+    assert parse_topo_matrix(bundle)["gpu_links"] == parse_topo_matrix(sim("topo", "-m"))["gpu_links"]
+    p2p_first = sim("topo", "-p2p", "r") + "\n" + sim("topo", "-p2p", "w").replace("NS", "OK")
+    assert parse_p2p_matrix(p2p_first)["matrix"][0][1] == "NS"
+
+
 def test_cut_matrix_is_an_error_naming_the_missing_rows():
     text = sim("topo", "-m")
     cut = "\n".join(text.split("\n")[:6])
