@@ -29,9 +29,15 @@ def read(*parts):
         return handle.read()
 
 
-def sim(*args):
+def sim(*args, **env):
     return subprocess.run([sys.executable, SIM_SMI] + list(args), check=True, stdout=subprocess.PIPE,
-                          universal_newlines=True).stdout
+                          universal_newlines=True, env=dict(os.environ, **env)).stdout
+
+
+def sim_status(*args):
+    proc = subprocess.run([sys.executable, SIM_SMI] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 # --- topo -m ---------------------------------------------------------------
@@ -445,3 +451,45 @@ def test_disagreeing_inputs_are_reported_not_silently_merged():
     assert any("GPU counts disagree" in warning for warning in facts["warnings"])
     assert facts["gpu_links"] == [["X", "UNKNOWN"], ["UNKNOWN", "X"]]
     assert facts["weakest_link"] is None
+
+
+# --- the lab's simulated nvidia-smi ---------------------------------------
+
+def test_simulated_load_follows_the_lab_load_file(tmp_path):
+    load = tmp_path / "gpu-load.json"
+    load.write_text('{"power_w": 250, "util_pct": 35}')
+    fields = ["--query-gpu=power.draw,utilization.gpu", "--format=csv,noheader"]
+    assert sim(*fields, INFEROPS_LAB_GPU_LOAD=str(load)).split("\n")[0] == "250.00 W, 35 %"
+    assert sim(*fields, INFEROPS_LAB_GPU_LOAD=str(tmp_path / "absent")).split("\n")[0] == "30.00 W, 0 %"
+
+
+def test_simulated_driver_version_and_gpu_count_can_be_set():
+    out = sim("--query-gpu=index,driver_version", "--format=csv,noheader", INFEROPS_LAB_DRIVER_VERSION="590.44.01",
+              INFEROPS_LAB_GPU_COUNT="2")
+    assert out == "0, 590.44.01\n1, 590.44.01\n"
+    assert len(parse_topo_matrix(sim("topo", "-m", INFEROPS_LAB_GPU_COUNT="2"))["gpu_links"]) == 2
+
+
+@pytest.mark.parametrize("args, captured", [
+    (["--bogus"], "err_unknown_option"),
+    (["topo", "-p2p"], "err_p2p_no_value"),
+    (["topo", "-p2p", "x"], "err_p2p_bad_value"),
+    (["--query-gpu=bogus", "--format=csv"], "err_query_bad_field"),
+    (["--query-gpu=index", "--format=json"], "err_query_bad_format"),
+    (["-i", "99", "--query-gpu=index", "--format=csv"], "err_bad_id"),
+])
+def test_simulated_complaints_match_the_real_tool(args, captured):
+    rc, out, err = sim_status(*args)
+    assert (rc, out, err) == (int(read(H200, captured + ".rc")), read(H200, captured + ".txt"), "")
+
+
+def test_simulated_formats_match_the_real_tool_line_for_line():
+    real_header = read(H200, "topo_m.txt").split("\n")[0]
+    assert sim("topo", "-m", INFEROPS_LAB_GPU_COUNT="1").split("\n")[0] == real_header
+    assert sim("topo", "-p2p", "r", INFEROPS_LAB_GPU_COUNT="1").split("\n")[0] == \
+        read(H200, "topo_p2p_r.txt").split("\n")[0]
+    fields = "--query-gpu=index,name,pci.bus_id,compute_cap,memory.total,memory.used,power.limit,power.draw," \
+             "utilization.gpu,driver_version,uuid,serial,temperature.gpu,persistence_mode"
+    for fmt, captured in (("csv", "query_all"), ("csv,nounits", "query_all_nounits")):
+        assert sim(fields, "--format=" + fmt).split("\n")[0] == read(H200, captured + ".txt").split("\n")[0]
+    assert sim("-L").startswith("GPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-")
