@@ -355,10 +355,17 @@ def parse_query_gpu(text):
     what = "query-gpu output"
     lines = [line.strip() for line in _clean_lines(text, what) if line.strip()]
     warnings = []
+    # A pasted shell prompt with the command in it comes before the output.
+    while lines and "nvidia-smi" in lines[0]:
+        warnings.append("query-gpu: ignored the line before the output: %r" % lines[0])
+        lines.pop(0)
+    if not lines:
+        raise TopologyError("%s has no lines after the command: expected the output of %s" % (what, _EXPECTED[what]))
     first = [cell.strip() for cell in lines[0].split(",")]
     first_names = [_field_name(cell) for cell in first]
-    if any(name in _KNOWN_FIELDS for name in first_names) and all(
-            re.match(r"^[a-z_.\-]+$", name) for name in first_names):
+    has_header = any(name in _KNOWN_FIELDS for name in first_names) and all(
+        re.match(r"^[a-z_.\-]+$", name) for name in first_names)
+    if has_header:
         fields = first_names
         body = lines[1:]
         unknown = [name for name in fields if name not in _KNOWN_FIELDS]
@@ -373,10 +380,9 @@ def parse_query_gpu(text):
     for position, line in enumerate(body):
         cells = [cell.strip() for cell in line.split(",")]
         if len(cells) != len(fields):
+            hint = "" if has_header else "; a file without a header line must list " + ",".join(QUERY_GPU_FIELDS)
             raise TopologyError("query-gpu line %r has %d values for %d columns (%s)%s"
-                                % (line, len(cells), len(fields), ", ".join(fields),
-                                   "" if fields != list(QUERY_GPU_FIELDS) or body is not lines else
-                                   "; a file without a header line must list " + ",".join(QUERY_GPU_FIELDS)))
+                                % (line, len(cells), len(fields), ", ".join(fields), hint))
         values = dict(zip(fields, (_value(cell) for cell in cells)))
         index = _int_or_none(values.get("index"))
         if "index" in values and index is None:

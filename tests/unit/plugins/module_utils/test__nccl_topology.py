@@ -265,6 +265,13 @@ def test_query_gpu_without_header_in_another_order_is_an_error_that_says_what_to
         parse_query_gpu(read(H200, "query_all_noheader.txt"))
 
 
+def test_query_gpu_paste_with_the_command_before_it():
+    text = "$ nvidia-smi --query-gpu=index,name --format=csv\n" + read(H200, "query_reordered.txt")
+    parsed = parse_query_gpu(text)
+    assert summarize(parsed["gpus"]) == QUERY_FILES["h200-2026-11-29/query_reordered.txt"]
+    assert parsed["warnings"]
+
+
 def test_query_gpu_line_with_a_missing_value_is_an_error_naming_the_line():
     text = read(H200, "query_module.txt").replace(", 9.0", "")
     with pytest.raises(TopologyError, match="NVIDIA H200"):
