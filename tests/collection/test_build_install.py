@@ -24,23 +24,26 @@ def _run(args, cwd, env=None):
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     work = tmp_path_factory.mktemp("collection")
-    _run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(work), REPO_ROOT],
-         cwd=str(work))
-    tarballs = [name for name in os.listdir(work) if name.endswith(".tar.gz")]
-    assert len(tarballs) == 1, tarballs
-    tarball = os.path.join(work, tarballs[0])
-
     install_root = work / "collections"
-    _run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "-p", str(install_root), tarball],
-         cwd=str(work))
-    # A clean environment: no ansible.cfg from the checkout, only the installed copy.
+    # A clean environment: no ansible.cfg from the checkout and no link to it, only the installed copy.
     env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_")}
+    empty_config = work / "ansible.cfg"
+    empty_config.write_text("[defaults]\n")
     env.update({
-        "ANSIBLE_CONFIG": os.devnull,
+        "ANSIBLE_CONFIG": str(empty_config),
         "ANSIBLE_COLLECTIONS_PATH": str(install_root),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_STDOUT_CALLBACK": "json",
     })
+    _run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(work), REPO_ROOT],
+         cwd=str(work), env=env)
+    tarballs = [name for name in os.listdir(work) if name.endswith(".tar.gz")]
+    assert len(tarballs) == 1, tarballs
+    tarball = os.path.join(work, tarballs[0])
+    _run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "-p", str(install_root), tarball],
+         cwd=str(work), env=env)
+    assert (install_root / "ansible_collections" / "inferops" / "serving" / "MANIFEST.json").is_file()
+
     return {"tarball": tarball, "root": install_root, "env": env, "work": work}
 
 
@@ -71,7 +74,6 @@ def test_installed_module_runs_by_fqcn_from_outside_the_checkout(installed, tmp_
             - inferops.serving.nccl_topology:
                 topo_matrix_file: {matrix}
                 p2p_read_file: {p2p}
-                sysfs_root: {tmp_path}/no-sysfs
               register: topo
     """))
     result = _run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
