@@ -562,3 +562,20 @@ def server_endpoint(spec, merged, defaults):
         'served_model_name': served,
         'tp_size': int(tp_size) if tp_size is not None else None,
     }
+
+
+_SYSTEMD_SAFE = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@+=:,./-')
+
+
+def systemd_quote(token):
+    """One argv token as a word of a systemd ExecStart= line (quotes, specifiers, variables)."""
+    if '\n' in token or '\r' in token or '\0' in token:
+        raise SglangServerArgsError('argument %r contains a line break; systemd cannot pass it' % (token,))
+    if token and all(c in _SYSTEMD_SAFE for c in token):
+        return token
+    escaped = token.replace('\\', '\\\\').replace('"', '\\"').replace('%', '%%').replace('$', '$$')
+    return '"%s"' % escaped
+
+
+def systemd_command_line(argv):
+    return ' '.join(systemd_quote(token) for token in argv)

@@ -94,6 +94,11 @@ argv:
   type: list
   elements: str
   sample: ["--model-path", "lukealonso/GLM-5-NVFP4", "--tp-size", "8", "--disable-cuda-graph"]
+exec_args:
+  description: RV(argv) quoted for a systemd C(ExecStart=) line (quotes, C(%) specifiers and C($) escaped).
+  returned: success
+  type: str
+  sample: --model-path lukealonso/GLM-5-NVFP4 --served-model-name "a b"
 args:
   description: The merged arguments, flag as written -> value (false/null entries kept).
   returned: success
@@ -179,6 +184,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
     render_argv,
     argv_from_topology,
     server_endpoint,
+    systemd_command_line,
 )
 
 _SERVER_ARGS = os.path.join('sglang', 'srt', 'server_args.py')
@@ -257,6 +263,7 @@ def main():
             merged.update(params['args'])
             merged.update(params['extra_args'])
             result['argv'] = render_argv(merged)
+            result['exec_args'] = systemd_command_line(result['argv'])
         except SglangServerArgsError as exc:
             module.fail_json(msg=str(exc), **result)
         result['args'] = merged
@@ -272,6 +279,7 @@ def main():
         command = build_server_command(
             spec, params['args'], params['extra_args'], params['recommended_args'], params['gpu_count'])
         endpoint = server_endpoint(spec, command['canonical_args'], read_field_defaults(source))
+        exec_args = systemd_command_line(command['argv'])
     except (SglangServerArgsError, IOError, OSError) as exc:
         module.fail_json(msg='cannot check the SGLang server arguments: %s' % exc, **result)
 
@@ -284,6 +292,7 @@ def main():
     result.update(
         validated=True,
         argv=command['argv'],
+        exec_args=exec_args,
         args=command['args'],
         option_count=len(spec['options']),
         from_topology=command['from_topology'],

@@ -18,6 +18,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
     render_argv,
     resolve_option,
     server_endpoint,
+    systemd_quote,
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.9')
@@ -271,3 +272,22 @@ def test_source_without_options_or_unparsable_is_an_error():
         parse_server_args_source('X = 1\n')
     with pytest.raises(SglangServerArgsError, match='cannot parse'):
         parse_server_args_source('def (:\n')
+
+
+@pytest.mark.parametrize('token, word', [
+    ('--port', '--port'),
+    ('lukealonso/GLM-5-NVFP4', 'lukealonso/GLM-5-NVFP4'),
+    ('two words', '"two words"'),
+    ('100%', '"100%%"'),
+    ('$HOME', '"$$HOME"'),
+    ('say "hi"\\', '"say \\"hi\\"\\\\"'),
+    ('', '""'),
+    ('{"a":1}', '"{\\"a\\":1}"'),
+])
+def test_systemd_quote(token, word):
+    assert systemd_quote(token) == word
+
+
+def test_systemd_quote_refuses_line_breaks():
+    with pytest.raises(SglangServerArgsError, match='line break'):
+        systemd_quote('a\nb')

@@ -1,0 +1,193 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""State of the sglang_server role on the lab node, and what reruns of converge do to it.
+
+The tests run in file order: the later ones rerun converge.yml with changed variables and
+each one leaves the node serving the converge configuration again.
+"""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+API_KEY = "lab-secret-do-not-log-7f3a9c"
+HF_TOKEN = "hf_labTokenDoNotLog0123456789"
+SECRETS = (API_KEY, HF_TOKEN)
+UNIT = "/etc/systemd/system/sglang.service"
+ENV_FILE = "/etc/sglang/sglang.env"
+SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
+
+
+def converge(extra_vars=None):
+    """Run the scenario's converge playbook again; returns (rc, combined output)."""
+    scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
+    cmd = ["ansible-playbook", "-v", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
+           os.path.join(scenario, "converge.yml")]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    return proc.returncode, proc.stdout
+
+
+def recap_changed(output):
+    line = [line for line in output.splitlines() if "changed=" in line and "ok=" in line][-1]
+    return int(line.split("changed=")[1].split()[0])
+
+
+def service_state(host):
+    out = host.check_output("systemctl show sglang.service --property=MainPID,ActiveEnterTimestampMonotonic,ActiveState")
+    return dict(line.split("=", 1) for line in out.splitlines())
+
+
+def curl(host, path, key=None):
+    auth = "-H 'Authorization: Bearer %s' " % key if key else ""
+    return host.run("curl -s -w '\\n%%{http_code}' %shttp://127.0.0.1:8000%s" % (auth, path))
+
+
+def journal(host):
+    return host.run("journalctl -u sglang.service -n 40 --no-pager").stdout
+
+
+def assert_serving(host):
+    models = curl(host, "/v1/models", API_KEY)
+    body, status = models.stdout.rsplit("\n", 1)
+    assert status == "200", journal(host)
+    assert json.loads(body)["data"][0]["id"] == "glm-5"
+
+
+def test_unit_file_content_and_permissions(host):
+    unit = host.file(UNIT)
+    assert unit.user == "root" and unit.group == "root" and unit.mode == 0o644
+    text = unit.content_string
+    assert "Ansible managed" in text.splitlines()[1]
+    for line in ("User=sglang", "Group=sglang", "EnvironmentFile=/etc/sglang/sglang.env", "Restart=on-failure",
+                 "KillMode=mixed", "LimitMEMLOCK=infinity", "LimitNOFILE=1048576", "TimeoutStartSec=120",
+                 "NoNewPrivileges=yes", "ProtectSystem=strict", "DevicePolicy=closed",
+                 "DeviceAllow=char-nvidia-uvm rw", "CapabilityBoundingSet=", "WantedBy=multi-user.target"):
+        assert line in text.splitlines(), line
+    # CUDA and the JIT compilers need writable+executable memory.
+    assert not [line for line in text.splitlines() if line.startswith("MemoryDenyWriteExecute=")]
+    exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")][0]
+    assert exec_start.startswith("ExecStart=/opt/sglang/venv/bin/python /usr/local/libexec/sglang-launch run "
+                                 "inferops_lab_sglang_sim.launch_server --model-path lukealonso/GLM-5-NVFP4 ")
+    assert "--tp-size 8" in exec_start and "--disable-cuda-graph" in exec_start
+    for secret in SECRETS:
+        assert secret not in text
+
+
+def test_environment_file_is_private_and_holds_env_and_secrets(host):
+    env = host.file(ENV_FILE)
+    assert env.user == "root" and env.group == "root" and env.mode == 0o600
+    assert host.file("/etc/sglang").mode == 0o700
+    text = env.content_string
+    for line in ('NCCL_IB_DISABLE="1"', 'NCCL_P2P_LEVEL="5"', 'NCCL_MIN_NCHANNELS="8"', 'OMP_NUM_THREADS="8"',
+                 'SAFETENSORS_FAST_GPU="1"', 'HF_HOME="/var/lib/sglang/huggingface"',
+                 'SGLANG_API_KEY="%s"' % API_KEY, 'HF_TOKEN="%s"' % HF_TOKEN):
+        assert line in text.splitlines(), line
+
+
+def test_unit_verifies_clean(host):
+    result = host.run("systemd-analyze verify %s", UNIT)
+    assert result.rc == 0 and result.stderr.strip() == "", result.stderr
+    security = host.run("systemd-analyze security sglang.service --no-pager")
+    print(security.stdout.splitlines()[-1])
+    assert "Overall exposure level for sglang.service" in security.stdout
+
+
+def test_service_active_enabled_and_not_root(host):
+    service = host.service("sglang")
+    assert service.is_running, journal(host)
+    assert service.is_enabled
+    pid = service_state(host)["MainPID"]
+    assert host.check_output("ps -o user= -p %s", pid).strip() == "sglang"
+
+
+def test_no_secret_in_any_command_line_or_the_journal(host):
+    cmdlines = host.check_output("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '")
+    log = host.check_output("journalctl -u sglang.service --no-pager")
+    for secret in SECRETS:
+        assert secret not in cmdlines
+        assert secret not in log
+
+
+def test_port_answers_and_requires_the_api_key(host):
+    assert host.socket("tcp://0.0.0.0:8000").is_listening
+    assert curl(host, "/health").stdout.endswith("200")
+    assert curl(host, "/v1/models").stdout.endswith("401")
+    assert_serving(host)
+
+
+def test_noop_rerun_changes_nothing_and_keeps_the_server(host):
+    before = service_state(host)
+    rc, output = converge()
+    assert rc == 0, output[-3000:]
+    assert recap_changed(output) == 0, output[-3000:]
+    after = service_state(host)
+    assert (after["MainPID"], after["ActiveEnterTimestampMonotonic"]) == (
+        before["MainPID"], before["ActiveEnterTimestampMonotonic"])
+    for secret in SECRETS:
+        assert secret not in output
+
+
+def test_argument_change_restarts_the_server(host):
+    before = service_state(host)
+    rc, output = converge({"sglang_server_extra_args": {"enable-flashinfer-allreduce-fusion": True}})
+    assert rc == 0, output[-3000:]
+    assert "RUNNING HANDLER [inferops.serving.sglang_server : Restart sglang server]" in output
+    after = service_state(host)
+    assert after["MainPID"] != before["MainPID"]
+    assert after["ActiveState"] == "active"
+    assert "--enable-flashinfer-allreduce-fusion" in host.file(UNIT).content_string
+    # The simulator takes the seed's measurement for fusion on a topology without P2P.
+    info = json.loads(curl(host, "/server_info", API_KEY).stdout.rsplit("\n", 1)[0])
+    assert info["rate_tok_s"] == 236.0 and info["p2p"] is False
+    for secret in SECRETS:
+        assert secret not in output
+
+    rc, output = converge()
+    assert rc == 0, output[-3000:]
+    assert service_state(host)["MainPID"] != after["MainPID"]
+    assert "--enable-flashinfer-allreduce-fusion" not in host.file(UNIT).content_string
+
+
+def test_invalid_flag_value_fails_before_restart_and_old_server_keeps_serving(host):
+    before = service_state(host)
+    unit_before = host.file(UNIT).content_string
+    env_before = host.file(ENV_FILE).sha256sum
+    rc, output = converge({"sglang_server_extra_args": {"attention-backend": "flashinfer2", "max-running-requests": 64}})
+    assert rc != 0
+    assert "--attention-backend=flashinfer2 is not valid; allowed:" in output
+    assert "RUNNING HANDLER" not in output
+    assert service_state(host) == before
+    assert host.file(UNIT).content_string == unit_before
+    assert host.file(ENV_FILE).sha256sum == env_before
+    assert_serving(host)
+    for secret in SECRETS:
+        assert secret not in output
+
+
+def test_api_key_in_args_is_refused_without_echoing_it(host):
+    before = service_state(host)
+    rc, output = converge({"sglang_server_extra_args": {"api-key": "leaky-key-in-args-55"}})
+    assert rc != 0
+    assert "sglang_server_api_key" in output
+    assert "leaky-key-in-args-55" not in output
+    assert service_state(host) == before
+
+
+def test_server_that_never_becomes_healthy_fails_and_shows_the_journal(host):
+    rc, output = converge({
+        "sglang_server_extra_env": dict(SIM_ENV, INFEROPS_LAB_SIM_NEVER_HEALTHY="1"),
+        "sglang_server_health_timeout": 12,
+    })
+    assert rc != 0
+    assert "did not become healthy within 12 s" in output
+    assert "journal lines" in output
+    assert "INFEROPS_LAB_SIM_NEVER_HEALTHY=1: /health will stay 503" in output
+    for secret in SECRETS:
+        assert secret not in output
+
+    rc, output = converge()
+    assert rc == 0, output[-3000:]
+    assert_serving(host)
