@@ -19,15 +19,18 @@ description:
     Unknown flags, ambiguous abbreviations, values outside the allowed choices, numbers that do not parse
     and a tensor-parallel size that does not divide into the node's GPUs fail the task with every error
     listed, before anything on the host changes.
-  - Three layers are merged per option; later layers win: O(recommended_args) (topology),
-    O(args), O(extra_args).
+  - Three layers are merged per option, each later one winning over the earlier ones
+    (O(recommended_args) from the topology, then O(args), then O(extra_args)).
   - Never changes the host.
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 attributes:
   check_mode:
+    description: Can run in check mode and return the same result.
     support: full
+    details: Only reads files.
   diff_mode:
+    description: Returns details on what has changed.
     support: none
 options:
   venv_path:

@@ -139,7 +139,7 @@ def make_handler(state):
             if not key:
                 return True
             given = self.headers.get("Authorization", "")
-            scheme, _, token = given.partition(" ")
+            scheme, _separator, token = given.partition(" ")
             if scheme.lower() == "bearer" and hmac.compare_digest(token.encode(), key.encode()):
                 return True
             self._send_json(401, {"error": "Unauthorized"})
