@@ -7,7 +7,6 @@ machine with those facts injected, against a simulated sysfs PCI tree.
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -47,9 +46,6 @@ def sysfs(tmp_path_factory):
 
 def render(tmp_path, host_facts, sysfs_root, **role_vars):
     out = tmp_path / 'render.json'
-    library = tmp_path / 'library'
-    library.mkdir()
-    shutil.copy(os.path.join(HERE, 'fake_facts.py'), str(library / 'fake_facts.py'))
     extra = {
         'render_facts': host_facts,
         'render_out': str(out),
@@ -59,7 +55,6 @@ def render(tmp_path, host_facts, sysfs_root, **role_vars):
     extra.update(role_vars)
     env = dict(os.environ,
                ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'),
-               ANSIBLE_LIBRARY=str(library),
                ANSIBLE_NOCOLOR='1')
     proc = subprocess.run(
         [ANSIBLE_PLAYBOOK, '-i', 'testhost,', '-c', 'local', os.path.join(HERE, 'render.yml'),
