@@ -1,0 +1,98 @@
+"""State of a lab node after the sglang role and the patch lifecycle (which ends with the patch off)."""
+import json
+
+import pytest
+
+VENV = "/opt/sglang/venv"
+STATE_DIR = "/var/lib/sglang"
+PATCHED = {
+    "sglang": ["sglang/srt/layers/communicator.py", "sglang/srt/server_args.py"],
+    "flashinfer-python": [
+        "flashinfer/jit/comm.py",
+        "flashinfer/data/include/flashinfer/comm/trtllm_allreduce.cuh",
+    ],
+}
+
+# Proves files against RECORD with nothing but the standard library, independently of the
+# collection's module: {"<path>": "ok" | "modified" | "missing"}.
+RECORD_CHECK = r"""
+import base64, csv, hashlib, importlib.metadata as md, json, os, sys
+dist = md.distribution(sys.argv[1])
+rows = {r[0]: r[1] for r in csv.reader(dist.read_text("RECORD").splitlines()) if r}
+out = {}
+for rel in sys.argv[2:]:
+    path = str(dist.locate_file(rel))
+    if not os.path.exists(path):
+        out[rel] = "missing"
+        continue
+    algo, digest = rows[rel].split("=", 1)
+    mine = base64.urlsafe_b64encode(hashlib.new(algo, open(path, "rb").read()).digest()).rstrip(b"=").decode()
+    out[rel] = "ok" if mine == digest else "modified"
+print(json.dumps(out))
+"""
+
+
+def _installed(host):
+    out = host.check_output(f"{VENV}/bin/pip list --format=json --disable-pip-version-check")
+    return {p["name"].lower(): p["version"] for p in json.loads(out)}
+
+
+def test_pinned_versions_installed(host):
+    installed = _installed(host)
+    assert installed.get("sglang") == "0.5.9"
+    assert installed.get("flashinfer-python") == "0.6.3"
+
+
+def test_flashinfer_jit_cache_not_installed(host):
+    assert "flashinfer-jit-cache" not in _installed(host)
+
+
+def test_constraints_file_pins_every_version(host):
+    constraints = host.file(f"{VENV}/inferops-constraints.txt")
+    assert constraints.exists
+    assert constraints.user == "sglang"
+    lines = {line for line in constraints.content_string.splitlines() if line and not line.startswith("#")}
+    assert lines == {
+        "sglang==0.5.9",
+        "flashinfer-python==0.6.3",
+        "flashinfer-cubin==0.6.3",
+        "sgl-kernel==0.3.21",
+        "torch==2.9.1",
+    }
+
+
+@pytest.mark.parametrize("distribution", sorted(PATCHED))
+def test_patch_off_leaves_files_as_pip_installed(host, distribution):
+    paths = PATCHED[distribution]
+    cmd = host.run(f"{VENV}/bin/python -c %s %s" + " %s" * len(paths), RECORD_CHECK, distribution, *paths)
+    assert cmd.rc == 0, cmd.stderr
+    assert json.loads(cmd.stdout) == {path: "ok" for path in paths}
+
+
+def test_restored_files_still_belong_to_the_service_user(host):
+    site = host.check_output(f"{VENV}/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'")
+    for paths in PATCHED.values():
+        for rel in paths:
+            restored = host.file(f"{site}/{rel}")
+            assert restored.user == "sglang", rel
+            assert restored.mode == 0o644, rel
+
+
+def test_no_trtllm_comm_jit_build_survives(host):
+    found = host.run(f"find {STATE_DIR}/.cache/flashinfer -path '*/cached_ops/trtllm_comm' -print")
+    assert found.rc == 0
+    assert found.stdout.strip() == ""
+
+
+def test_pristine_store_holds_the_patched_files(host):
+    for distribution, version in (("sglang", "0.5.9"), ("flashinfer-python", "0.6.3")):
+        for rel in PATCHED[distribution]:
+            assert host.file(f"{STATE_DIR}/pristine/{distribution}-{version}/{rel}").is_file, rel
+
+
+@pytest.mark.parametrize("path", [STATE_DIR, f"{STATE_DIR}/huggingface"])
+def test_service_caches_belong_to_the_service_user(host, path):
+    cache = host.file(path)
+    assert cache.is_directory
+    assert cache.user == "sglang"
+    assert cache.mode == 0o750
