@@ -212,13 +212,13 @@ class GpuSampler(object):
         self.errors = []
 
     def _loop(self):
-        while True:
+        # Wait first: a reading at the very start (or after the end) sees idle GPUs and
+        # would drag the mean toward idle power on a short run.
+        while not self._stop.wait(self._interval_s):
             try:
                 self.samples.append(parse_gpu_sample(self._read()))
             except Exception as exc:  # a sensor hiccup must not abort the benchmark
                 self.errors.append(str(exc))
-            if self._stop.wait(self._interval_s):
-                return
 
     def __enter__(self):
         self._thread = threading.Thread(target=self._loop, name='gpu-sampler')

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Deploy, redeploy and rollback timings on a fresh lab node, printed as one table.
+
+Rows:
+  * full deploy of the stack on a fresh lab node (deploy.yml);
+  * no-op redeploy (deploy.yml again, changed=0 required) and its ratio to a bare
+    fact-gathering play against the same node in the same run;
+  * from the end of the failed experiment's benchmark to a healthy baseline
+    (experiment.yml with sm120_allreduce_fusion and force=true; read from the node's history);
+  * the revert ratio from bench/revert_patch.* and the topology ratio from
+    bench/topology_runtime.py, when those scripts are present.
+
+Each run starts a new lab node (container `bench-gpu-node`) and removes it at the end, so
+the table is rerunnable. Needs the lab image (`make lab-image`).
+
+Usage: deploy_bench.py [--keep-node] [--json FILE]
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+NODE = "bench-gpu-node"
+RECAP = re.compile(r"^%s\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)" % re.escape(NODE), re.M)
+BARE_PLAY = """---
+- name: Bare fact-gathering play
+  hosts: gpu_nodes
+  gather_facts: true
+  tasks: []
+"""
+
+
+def env():
+    result = dict(os.environ)
+    result.update({
+        "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO_ROOT, ".collections"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "PATH": BIN + os.pathsep + result.get("PATH", ""),
+    })
+    return result
+
+
+def run(argv, log, check=True):
+    start = time.perf_counter()
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    elapsed = time.perf_counter() - start
+    with open(log, "a") as handle:
+        handle.write("$ %s\n%s\n[%.1f s, rc=%d]\n" % (" ".join(argv), proc.stdout, elapsed, proc.returncode))
+    if check and proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:])
+        raise SystemExit("%s failed (rc=%d); full log in %s" % (" ".join(argv[:4]), proc.returncode, log))
+    return elapsed, proc
+
+
+def recap(output):
+    found = RECAP.findall(output)
+    if not found:
+        raise SystemExit("no play recap for %s in the output" % NODE)
+    ok, changed, unreachable, failed = (int(v) for v in found[-1])
+    return {"ok": ok, "changed": changed, "unreachable": unreachable, "failed": failed}
+
+
+def make_inventory(workdir):
+    os.makedirs(os.path.join(workdir, "group_vars", "gpu_nodes"))
+    with open(os.path.join(workdir, "hosts.yml"), "w") as handle:
+        handle.write("gpu_nodes:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n"
+                     "      ansible_user: root\n      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    # The lab inventory's settings and the experiment scenario's short benchmarks.
+    sources = sorted(glob.glob(os.path.join(REPO_ROOT, "inventories", "lab", "group_vars", "gpu_nodes", "*.yml")))
+    sources.append(os.path.join(REPO_ROOT, "molecule", "experiment", "inventory", "group_vars", "gpu_nodes",
+                                "experiment.yml"))
+    for source in sources:
+        os.symlink(os.path.realpath(source), os.path.join(workdir, "group_vars", "gpu_nodes",
+                                                           os.path.basename(source)))
+    with open(os.path.join(workdir, "bare.yml"), "w") as handle:
+        handle.write(BARE_PLAY)
+    return os.path.join(workdir, "hosts.yml")
+
+
+def lab_node(state, log):
+    run([os.path.join(BIN, "ansible-playbook"), "molecule/resources/lab/lab-node.yml",
+         "-e", "lab_node_name=%s" % NODE, "-e", "lab_node_state=%s" % state], log)
+
+
+def node_history(log):
+    _elapsed, proc = run(["docker", "exec", NODE, "cat", "/var/lib/sglang/history.jsonl"], log)
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def recovery_from_history(history):
+    """Seconds from the failed experiment's benchmark record to the rollback record (node clock)."""
+    rollback = [r for r in history if r["event"] == "rollback"][-1]
+    fused = [r for r in history if r["event"] == "benchmark" and r.get("experiment") == rollback["experiment"]][-1]
+    return rollback["epoch"] - fused["epoch"], rollback
+
+
+def optional_rows(workdir, log):
+    rows = []
+    for script in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "revert_patch.*"))):
+        out = os.path.join(workdir, "revert.json")
+        argv = ([sys.executable] if script.endswith(".py") else ["bash"]) + [script, "--json", out]
+        _elapsed, proc = run(argv, log, check=False)
+        if proc.returncode == 0 and os.path.exists(out):
+            with open(out) as handle:
+                data = json.load(handle)
+            rows.extend(data.get("rows") or [[data.get("name", "revert SM120 patch"), data.get("value", ""),
+                                              data.get("note", "")]])
+        else:
+            rows.append(["revert ratio (%s)" % os.path.basename(script), "not measured",
+                         "rc=%d, see %s" % (proc.returncode, log)])
+    topology = os.path.join(REPO_ROOT, "bench", "topology_runtime.py")
+    if os.path.exists(topology):
+        out = os.path.join(workdir, "topology.json")
+        _elapsed, proc = run([sys.executable, topology, "--json", out], log, check=False)
+        if proc.returncode == 0 and os.path.exists(out):
+            with open(out) as handle:
+                data = json.load(handle)
+            rows.append(["nccl_topology module / its bare nvidia-smi calls", "%sx" % data["ratio"],
+                         "%.3f s vs %.3f s, %s nvidia-smi, %d GPUs" % (data["module_seconds"], data["bare_seconds"],
+                                                                  "simulated" if data["simulated"] else "real",
+                                                                  data["gpu_count"])])
+        else:
+            rows.append(["nccl_topology vs bare nvidia-smi", "not measured", "rc=%d, see %s" % (proc.returncode, log)])
+    return rows
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
+    parser.add_argument("--keep-node", action="store_true", help="leave the lab node running afterwards")
+    parser.add_argument("--json", dest="json_file", help="also write the table as JSON here")
+    args = parser.parse_args(argv)
+
+    workdir = tempfile.mkdtemp(prefix="inferops-bench-")
+    log = os.path.join(workdir, "bench.log")
+    inventory = make_inventory(workdir)
+    playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, "-l", NODE]
+    rows = []
+    lab_node("absent", log)
+    lab_node("started", log)
+    try:
+        full, proc = run(playbook + ["deploy.yml"], log)
+        rows.append(["full deploy, fresh lab node", "%.1f s" % full, "changed=%d" % recap(proc.stdout)["changed"]])
+
+        noop, proc = run(playbook + ["deploy.yml"], log)
+        noop_recap = recap(proc.stdout)
+        if noop_recap["changed"]:
+            raise SystemExit("the redeploy changed %d things; see %s" % (noop_recap["changed"], log))
+        bare, _proc = run(playbook + [os.path.join(workdir, "bare.yml")], log)
+        rows.append(["no-op redeploy (changed=0)", "%.1f s" % noop, "%d tasks ok" % noop_recap["ok"]])
+        rows.append(["bare fact-gathering play", "%.1f s" % bare, "same node, same run"])
+        rows.append(["no-op redeploy / bare play", "%.1fx" % (noop / bare), ""])
+
+        run(playbook + ["playbooks/benchmark.yml"], log)
+        _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", "experiment=sm120_allreduce_fusion",
+                                         "-e", "force=true"], log, check=False)
+        if proc.returncode == 0 or "rolled back" not in proc.stdout:
+            raise SystemExit("the forced experiment was not rolled back; see %s" % log)
+        recovery, rollback = recovery_from_history(node_history(log))
+        rows.append(["failed experiment's benchmark -> healthy baseline", "%.1f s" % recovery,
+                     rollback.get("message", "")])
+        after, proc = run(playbook + ["deploy.yml"], log)
+        rows.append(["deploy.yml after the rollback", "%.1f s" % after,
+                     "changed=%d" % recap(proc.stdout)["changed"]])
+    finally:
+        if not args.keep_node:
+            lab_node("absent", log)
+    rows.extend(optional_rows(workdir, log))
+
+    width = [max(len(str(r[i])) for r in rows + [["measurement", "value", "note"]]) for i in range(3)]
+    line = "| %s | %s | %s |"
+    print(line % tuple(h.ljust(w) for h, w in zip(("measurement", "value", "note"), width)))
+    print(line % tuple("-" * w for w in width))
+    for row in rows:
+        print(line % tuple(str(c).ljust(w) for c, w in zip(row, width)))
+    print("\nlog: %s" % log)
+    if args.json_file:
+        with open(args.json_file, "w") as handle:
+            json.dump({"rows": rows}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
