@@ -98,7 +98,7 @@ options:
     elements: str
     default: []
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 notes:
   - Check mode reports what would change and writes nothing. Restoring from the wheel is only
     attempted outside check mode.

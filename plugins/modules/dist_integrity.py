@@ -49,7 +49,7 @@ options:
     type: bool
     default: false
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 notes:
   - Files without a hash in RECORD (RECORD itself, byte-code written after install) cannot be
     proven and are counted in RV(unhashed).
