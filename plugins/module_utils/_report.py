@@ -148,7 +148,9 @@ def topology_text(facts):
             lines.append('%s:' % title)
             items = value.items() if isinstance(value, dict) else [(v, '') for v in value]
             for name, setting in sorted(items, key=lambda kv: '%s' % kv[0]):
-                lines.append(('  ' + fmt % (name, _plain(setting))).rstrip())
+                # A bare flag (true) is written as the flag alone, as on a command line.
+                shown = '' if setting is True and key == 'recommended_sglang_args' else _plain(setting)
+                lines.append(('  ' + fmt % (name, shown)).rstrip())
     for warning in facts.get('warnings') or []:
         lines.append('warning: %s' % (warning,))
     return lines

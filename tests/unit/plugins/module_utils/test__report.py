@@ -38,6 +38,7 @@ PROXMOX_8GPU = {
     'allreduce_fusion_advised': False,
     'reasons': ['GPU pairs without P2P: allreduce fusion needs peer-to-peer access'],
     'recommended_env': {'NCCL_P2P_LEVEL': '5', 'NCCL_IB_DISABLE': '1'},
+    'recommended_sglang_args': {'disable-custom-all-reduce': True, 'tp-size': 8},
     'weakest_link': 'SYS',
 }
 
@@ -122,6 +123,7 @@ def test_text_aligns_the_matrix_and_explains_the_advice():
     assert '  - GPU pairs without P2P: allreduce fusion needs peer-to-peer access' in lines
     assert '  NCCL_P2P_LEVEL=5' in lines
     assert 'Weakest link: SYS' in lines
+    assert '  --disable-custom-all-reduce' in lines and '  --tp-size 8' in lines
 
 
 def test_redact_masks_secrets_only():
