@@ -18,9 +18,9 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
 )
 
 
-def experiment_plan(experiments, name, topology, force=False, current=None):
+def experiment_plan(experiments, name, topology, force=False, current=None, known_variables=None):
     try:
-        return plan(experiments, name, topology, force=force, current=current)
+        return plan(experiments, name, topology, force=force, current=current, known_variables=known_variables)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
 

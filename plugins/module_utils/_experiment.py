@@ -18,6 +18,7 @@ The baseline is the inventory without any overlay.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import difflib
 import re
 
 ENTRY_KEYS = ('description', 'requires', 'vars')
@@ -67,12 +68,24 @@ def validate(experiments):
             raise ExperimentError('%s.requires must be a list of nccl_topology fact names' % where)
 
 
-def plan(experiments, name, topology, force=False, current=None):
+def check_variables(name, overlay, known_variables):
+    """A misspelt variable would be ignored by every role: say so before anything changes."""
+    known = set(known_variables)
+    for key in sorted(overlay.keys()):
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        raise ExperimentError('sglang_experiments.%s.vars.%s is not a variable of the roles%s'
+                              % (name, key, '; did you mean %s?' % close[0] if close else ''))
+
+
+def plan(experiments, name, topology, force=False, current=None, known_variables=None):
     """What running experiment ``name`` means on a node with these ``topology`` facts.
 
     ``current`` gives the node's baseline values of the overlaid variables, so that a
     mapping in the overlay (server arguments) adds to the inventory's instead of
-    replacing it. Returns a dict with ``overlay``, ``blocked_by`` (requirements the
+    replacing it. ``known_variables`` (the roles' documented variables), when given,
+    catches misspelt overlay keys. Returns a dict with ``overlay``, ``blocked_by`` (requirements the
     topology does not meet, in words), ``reasons`` (the topology's own explanation),
     ``refused`` and ``forced``.
     """
@@ -84,6 +97,8 @@ def plan(experiments, name, topology, force=False, current=None):
         raise ExperimentError('unknown experiment %r; known: %s (add it to sglang_experiments)'
                               % (name, ', '.join(sorted(experiments.keys())) or 'none'))
     entry = experiments[name]
+    if known_variables is not None:
+        check_variables(name, entry['vars'], known_variables)
     topology = topology or {}
     blocked_by = []
     for fact in entry.get('requires') or []:

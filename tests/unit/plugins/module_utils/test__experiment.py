@@ -79,3 +79,12 @@ def test_merge_replaces_non_mappings():
 def test_bad_definitions_fail_with_what_to_change(experiments, name, message):
     with pytest.raises(ExperimentError, match=message):
         plan(experiments, name, NO_P2P)
+
+
+def test_a_misspelt_overlay_variable_is_named_with_the_closest_one():
+    known = ['sglang_sm120_allreduce_fusion_patch', 'sglang_server_extra_args', 'gpu_vm_force']
+    assert plan(FUSION, 'sm120_allreduce_fusion', NVLINK, known_variables=known)['overlay']
+    typo = {'x': {'vars': {'sglang_sm120_allreduce_fusion_pacth': True}}}
+    with pytest.raises(ExperimentError, match='x.vars.sglang_sm120_allreduce_fusion_pacth is not a variable of the '
+                                              'roles; did you mean sglang_sm120_allreduce_fusion_patch'):
+        plan(typo, 'x', NVLINK, known_variables=known)
