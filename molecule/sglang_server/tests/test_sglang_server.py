@@ -68,8 +68,12 @@ def test_unit_file_content_and_permissions(host):
     assert not [line for line in text.splitlines() if line.startswith("MemoryDenyWriteExecute=")]
     exec_start = [line for line in text.splitlines() if line.startswith("ExecStart=")][0]
     assert exec_start.startswith("ExecStart=/opt/sglang/venv/bin/python /usr/local/libexec/sglang-launch run "
-                                 "inferops_lab_sglang_sim.launch_server --model-path lukealonso/GLM-5-NVFP4 ")
+                                 "inferops_lab_sglang_sim.launch_server ")
+    words = exec_start.split()
+    assert words[words.index("--model-path") + 1] == "lukealonso/GLM-5-NVFP4"
     assert "--tp-size 8" in exec_start and "--disable-cuda-graph" in exec_start
+    # Filled in from the topology facts: no P2P between the lab's GPUs.
+    assert "--disable-custom-all-reduce" in words
     for secret in SECRETS:
         assert secret not in text
 
@@ -163,6 +167,14 @@ def test_invalid_flag_value_fails_before_restart_and_old_server_keeps_serving(ho
     assert_serving(host)
     for secret in SECRETS:
         assert secret not in output
+
+
+def test_tp_that_does_not_divide_into_the_gpus_is_refused(host):
+    before = service_state(host)
+    rc, output = converge({"sglang_server_extra_args": {"tp-size": 3}})
+    assert rc != 0
+    assert "--tp-size=3 does not divide into the 8 GPUs of this node; use one of: 1, 2, 4, 8" in output
+    assert service_state(host) == before
 
 
 def test_api_key_in_args_is_refused_without_echoing_it(host):
