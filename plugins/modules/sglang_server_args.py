@@ -191,7 +191,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
 )
 
 _SERVER_ARGS = os.path.join('sglang', 'srt', 'server_args.py')
-_SECRET_WORDS = ('key', 'token', 'secret', 'password')
+_SECRET_FLAGS = ('api-key', 'admin-api-key')
+_SECRET_WORDS = ('api-key', 'apikey', 'hf-token', 'secret', 'password')
 
 
 def _find_server_args(venv_path):
@@ -231,8 +232,11 @@ def _hide_secret_looking_values(module, *layers):
         if not isinstance(layer, dict):
             continue
         for key, value in layer.items():
-            name = str(key).lower()
-            if any(word in name for word in _SECRET_WORDS) and value not in (None, True, False):
+            name = str(key).strip().lstrip('-').lower().replace('_', '-')
+            # argparse would also take an abbreviation such as `api` for --api-key.
+            looks_secret = any(word in name for word in _SECRET_WORDS) or any(
+                len(name) >= 3 and flag.startswith(name) for flag in _SECRET_FLAGS)
+            if looks_secret and value not in (None, True, False):
                 for item in (value if isinstance(value, list) else [value]):
                     module.no_log_values.add(str(item))
 

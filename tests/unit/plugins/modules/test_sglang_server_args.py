@@ -84,3 +84,14 @@ def test_missing_sglang_fails_unless_allowed(tmp_path, capsys):
     assert result.get('failed') is not True
     assert result['validated'] is False
     assert result['argv'] == ['--model', 'm', '--x']
+
+
+def test_only_secret_values_are_masked(venv, capsys):
+    result = _run(capsys, {
+        'venv_path': venv,
+        'args': {'model': 'm', 'tokenizer-mode': 'auto', 'tokenizer-path': 'org/tok', 'api': 'sk-abbreviated'},
+    })
+    assert result['failed'] is True
+    assert 'sk-abbreviated' not in json.dumps(result)
+    assert result['invocation']['module_args']['args']['tokenizer-mode'] == 'auto'
+    assert result['invocation']['module_args']['args']['tokenizer-path'] == 'org/tok'
