@@ -115,3 +115,9 @@ def test_check_mode_on_the_converged_node_reports_no_change():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     recap = re.findall(r'changed=(\d+)', result.stdout.split('PLAY RECAP', 1)[-1])
     assert recap and all(count == '0' for count in recap), result.stdout[-3000:]
+
+
+def test_hand_made_repository_entries_are_gone(host):
+    # prepare.yml left these behind, as the seed did.
+    assert not host.file('/etc/apt/sources.list.d/cuda-seed.list').exists
+    assert '8089/cuda/repos' not in host.file('/etc/apt/sources.list').content_string
