@@ -20,6 +20,7 @@ SANITY_ROOT := $(or $(TMPDIR),/tmp)/inferops-sanity/ansible_collections/inferops
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export ANSIBLE_PIPELINING := 1
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 export LAB_IMAGE
