@@ -22,6 +22,7 @@ __metaclass__ = type
 import difflib
 import glob
 import os
+import re
 import shutil
 import tempfile
 
@@ -375,15 +376,49 @@ def stale_paths(patterns):
     return sorted(found)
 
 
-def execute(inspected, pristine_dir, invalidate=None, fetch_pristine=None):
+def stale_matches(rules):
+    """Paths matching a rule's glob that hold a file whose content matches the rule's regex.
+
+    ``rules``: ``[{'path': glob, 'contains': regex}]``. Finds builds made from the other patch
+    state that outlived it, for example when a revert was interrupted before its clean-up.
+    """
+    found = set()
+    for rule in rules or []:
+        try:
+            regex = re.compile(rule["contains"])
+        except re.error as exc:
+            raise AnchoredPatchError("stale rule %r: invalid regex: %s" % (rule["contains"], exc))
+        for path in glob.glob(rule["path"]):
+            candidates = [path] if os.path.isfile(path) else [
+                os.path.join(root, name) for root, _dirs, names in os.walk(path) for name in names]
+            for candidate in candidates:
+                try:
+                    with open(candidate, "rb") as handle:
+                        text = handle.read().decode("utf-8", "replace")
+                except (IOError, OSError):
+                    continue
+                if regex.search(text):
+                    found.add(path)
+                    break
+    return sorted(found)
+
+
+def removals(inspected, invalidate=None, stale=None):
+    """What execute() would remove: invalidated paths when a file changes, stale builds always."""
+    changing = any(info["action"] != "none" for info in inspected)
+    return sorted(set((stale_paths(invalidate) if changing else []) + stale_matches(stale)))
+
+
+def execute(inspected, pristine_dir, invalidate=None, fetch_pristine=None, stale=None):
     """Carry out a plan. Derived build folders go first: an interrupted run leaves no stale build.
 
     ``fetch_pristine(info)`` returns the pristine bytes of a file when neither the file,
     the store nor undoing the edits has them (e.g. from the wheel); it must be proven here.
-    Returns the invalidated paths.
+    Returns the removed paths.
     """
     todo = [info for info in inspected if info["action"] != "none"]
-    if not todo:
+    removed = removals(inspected, invalidate, stale)
+    if not todo and not removed:
         return []
     for info in todo:
         if info["action"] == "restore" and info["pristine"] is None:
@@ -393,7 +428,6 @@ def execute(inspected, pristine_dir, invalidate=None, fetch_pristine=None):
                     "no pristine copy of %s (%s %s) matches its RECORD sha256; reinstall %s" % (
                         info["path"], info["distribution"], info["installed_version"], info["distribution"]))
             info.update(pristine=data, pristine_source="wheel")
-    removed = stale_paths(invalidate)
     for path in removed:
         if os.path.isdir(path) and not os.path.islink(path):
             shutil.rmtree(path)

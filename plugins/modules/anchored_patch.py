@@ -30,7 +30,8 @@ description:
     distribution's wheel (C(pip download --no-deps)). A drifted file is restored with a warning
     that names it.
   - Paths matching O(invalidate) (for example a JIT build folder built from the old sources)
-    are removed whenever a file is changed, before the file is written.
+    are removed whenever a file is changed, before the file is written. Paths matching O(stale)
+    are removed whenever they contain the given text, whether or not a file changes.
 options:
   name:
     description: Name of the patch, used in messages.
@@ -88,6 +89,23 @@ options:
     type: list
     elements: str
     default: []
+  stale:
+    description:
+      - Paths (glob in V(path)) to remove whenever they hold a file whose content matches the regex
+        V(contains), even when no file changes. Meant for builds made from the other patch state that
+        outlived it, for example after an interrupted revert.
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      path:
+        description: Glob of files or folders.
+        type: str
+        required: true
+      contains:
+        description: Python regular expression searched in each file (a folder matches if one of its files does).
+        type: str
+        required: true
   wheel_fallback:
     description: Download the wheel to restore a file when no pristine copy is at hand.
     type: bool
@@ -129,6 +147,11 @@ EXAMPLES = r"""
     pristine_dir: /var/lib/sglang/pristine
     files: "{{ my_patch_files }}"
     state: absent
+    invalidate:
+      - /var/lib/sglang/.cache/flashinfer/0.6.3/*/cached_ops/trtllm_comm
+    stale:
+      - path: /var/lib/sglang/.cache/flashinfer/0.6.3/*/cached_ops/trtllm_comm
+        contains: "code=sm_12[0-9]"
 """
 
 RETURN = r"""
@@ -182,7 +205,7 @@ drifted:
   elements: str
   sample: []
 invalidated:
-  description: Paths removed because of O(invalidate).
+  description: Paths removed because of O(invalidate) or O(stale).
   returned: always
   type: list
   elements: str
@@ -207,7 +230,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._anchored_patch i
     AnchoredPatchError,
     execute,
     plan,
-    stale_paths,
+    removals,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     SITE_PACKAGES_SCRIPT,
@@ -285,6 +308,10 @@ def main():
             site_packages=dict(type="path"),
             pristine_dir=dict(type="path", required=True),
             invalidate=dict(type="list", elements="str", default=[]),
+            stale=dict(type="list", elements="dict", default=[], options=dict(
+                path=dict(type="str", required=True),
+                contains=dict(type="str", required=True),
+            )),
             wheel_fallback=dict(type="bool", default=True),
             pip_extra_args=dict(type="list", elements="str", default=[]),
         ),
@@ -302,7 +329,11 @@ def main():
     result["patched"] = [info["path"] for info in inspected if info["action"] == "patch"]
     result["restored"] = [info["path"] for info in inspected if info["action"] == "restore"]
     result["drifted"] = [info["path"] for info in inspected if info["status"] in ("drifted", "missing")]
-    result["changed"] = bool(result["patched"] or result["restored"])
+    try:
+        result["invalidated"] = removals(inspected, params["invalidate"], params["stale"])
+    except AnchoredPatchError as exc:
+        module.fail_json(msg="patch %s: %s" % (params["name"], exc), **result)
+    result["changed"] = bool(result["patched"] or result["restored"] or result["invalidated"])
     result["files"] = summary(inspected)
 
     if params["state"] == "absent":
@@ -313,15 +344,13 @@ def main():
                                 info["full_path"], info["distribution"], info["installed_version"],
                                 "edited" if info["status"] == "drifted" else "deleted"))
 
-    if not result["changed"]:
-        module.exit_json(**result)
-    if module.check_mode:
-        result["invalidated"] = stale_paths(params["invalidate"])
+    if not result["changed"] or module.check_mode:
         module.exit_json(**result)
 
     fetch = wheel_fetcher(module) if params["wheel_fallback"] and not params["site_packages"] else None
     try:
-        result["invalidated"] = execute(inspected, params["pristine_dir"], params["invalidate"], fetch)
+        result["invalidated"] = execute(inspected, params["pristine_dir"], params["invalidate"], fetch,
+                                        params["stale"])
     except (AnchoredPatchError, OSError) as exc:
         module.fail_json(msg="patch %s: %s (rerun to finish; files are replaced whole, never half written)" % (
             params["name"], exc), **result)

@@ -69,9 +69,9 @@ def snapshot(root):
     return dict((str(p.relative_to(root)), p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file())
 
 
-def run(site, tmp_path, state, files=None, invalidate=None, fetch=None):
+def run(site, tmp_path, state, files=None, invalidate=None, fetch=None, stale=None):
     inspected = plan(files or patch_files(), state, [str(site)], str(tmp_path / "pristine"))
-    removed = execute(inspected, str(tmp_path / "pristine"), invalidate, fetch)
+    removed = execute(inspected, str(tmp_path / "pristine"), invalidate, fetch, stale)
     return dict((i["path"], (i["status"], i["action"])) for i in inspected), removed
 
 
@@ -327,3 +327,26 @@ def test_restored_files_keep_their_mode(site, tmp_path):
     run(site, tmp_path, "present")
     run(site, tmp_path, "absent")
     assert os.stat(str(target)).st_mode & 0o777 == 0o640
+
+
+def test_a_stale_build_is_removed_even_when_no_file_changes(site, tmp_path):
+    cached_ops = tmp_path / "cache" / "0.6.3" / "120a" / "cached_ops"
+    for module, flags in (("trtllm_comm", "code=sm_120a"), ("norm", "code=sm_120a")):
+        (cached_ops / module).mkdir(parents=True)
+        (cached_ops / module / "build.ninja").write_text("cuda_cflags = -gencode=arch=compute_120a,%s\n" % flags)
+    rule = {"path": str(tmp_path / "cache" / "0.6.3" / "*" / "cached_ops" / "trtllm_comm"),
+            "contains": "code=sm_12[0-9]"}
+    actions, removed = run(site, tmp_path, "absent", stale=[rule])
+    assert set(actions.values()) == {("pristine", "none")}
+    assert removed == [str(cached_ops / "trtllm_comm")]
+    assert (cached_ops / "norm").exists()
+
+
+def test_a_build_for_other_architectures_is_not_stale(site, tmp_path):
+    build = tmp_path / "cache" / "0.6.3" / "90a" / "cached_ops" / "trtllm_comm"
+    build.mkdir(parents=True)
+    (build / "build.ninja").write_text("cuda_cflags = -gencode=arch=compute_90a,code=sm_90a\n")
+    rule = {"path": str(tmp_path / "cache" / "0.6.3" / "*" / "cached_ops" / "trtllm_comm"),
+            "contains": "code=sm_12[0-9]"}
+    assert run(site, tmp_path, "absent", stale=[rule])[1] == []
+    assert build.exists()

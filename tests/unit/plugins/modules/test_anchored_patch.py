@@ -92,3 +92,15 @@ def test_without_interpreter_or_pristine_copy_the_revert_fails_clearly(site, tmp
     assert result["failed"] is True
     assert "no pristine copy of flashinfer/jit/comm.py" in result["msg"]
     assert (site / "flashinfer/jit/comm.py").read_bytes() == b"# replaced by hand\n"
+
+
+def test_check_mode_reports_a_stale_build_without_removing_it(site, tmp_path, capsys):
+    build = tmp_path / "jit" / "120a" / "trtllm_comm"
+    build.mkdir(parents=True)
+    (build / "build.ninja").write_text("-gencode=arch=compute_120a,code=sm_120a\n")
+    stale = [{"path": str(tmp_path / "jit" / "*" / "trtllm_comm"), "contains": "code=sm_12[0-9]"}]
+    checked = run(args(site, tmp_path, state="absent", stale=stale, _ansible_check_mode=True), capsys)
+    assert (checked["changed"], checked["invalidated"]) == (True, [str(build)]) and build.exists()
+    removed = run(args(site, tmp_path, state="absent", stale=stale), capsys)
+    again = run(args(site, tmp_path, state="absent", stale=stale), capsys)
+    assert (removed["changed"], again["changed"]) == (True, False) and not build.exists()
