@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Deploy, redeploy and rollback timings on a fresh lab node, printed as one table.
 
@@ -82,8 +81,8 @@ def make_inventory(workdir):
     sources.append(os.path.join(REPO_ROOT, "molecule", "experiment", "inventory", "group_vars", "gpu_nodes",
                                 "experiment.yml"))
     for source in sources:
-        os.symlink(os.path.realpath(source), os.path.join(workdir, "group_vars", "gpu_nodes",
-                                                           os.path.basename(source)))
+        link = os.path.join(workdir, "group_vars", "gpu_nodes", os.path.basename(source))
+        os.symlink(os.path.realpath(source), link)
     with open(os.path.join(workdir, "bare.yml"), "w") as handle:
         handle.write(BARE_PLAY)
     return os.path.join(workdir, "hosts.yml")
@@ -127,10 +126,10 @@ def optional_rows(workdir, log):
         if proc.returncode == 0 and os.path.exists(out):
             with open(out) as handle:
                 data = json.load(handle)
-            rows.append(["nccl_topology module / its bare nvidia-smi calls", "%sx" % data["ratio"],
-                         "%.3f s vs %.3f s, %s nvidia-smi, %d GPUs" % (data["module_seconds"], data["bare_seconds"],
-                                                                  "simulated" if data["simulated"] else "real",
-                                                                  data["gpu_count"])])
+            note = "%.3f s vs %.3f s, %s nvidia-smi, %d GPUs" % (
+                data["module_seconds"], data["bare_seconds"], "simulated" if data["simulated"] else "real",
+                data["gpu_count"])
+            rows.append(["nccl_topology module / its bare nvidia-smi calls", "%sx" % data["ratio"], note])
         else:
             rows.append(["nccl_topology vs bare nvidia-smi", "not measured", "rc=%d, see %s" % (proc.returncode, log)])
     return rows

@@ -105,8 +105,8 @@ def topology_grid(facts):
             cells.append({'text': '%s' % link, 'cls': link_class(link), 'p2p': ' '.join(p2p),
                           'p2p_ok': all(p.endswith(':OK') for p in p2p) if p2p else None})
         rows.append({'label': labels[i], 'cells': cells})
-    used = sorted(set(c['cls'] for r in rows for c in r['cells']),
-                  key=lambda cls: [k for k, _d in LINK_CLASSES].index(cls))
+    order = [k for k, _d in LINK_CLASSES]
+    used = sorted(set(c['cls'] for r in rows for c in r['cells']), key=order.index)
     legend = [{'cls': k, 'text': d} for k, d in LINK_CLASSES if k in used]
     return {'labels': labels, 'rows': rows, 'legend': legend}
 

@@ -14,13 +14,13 @@ version_added: 0.1.0
 description:
   - Appends one JSON object as a line to the history file of an SGLang node
     (C(/var/lib/sglang/history.jsonl) by default). Lines are never rewritten.
-  - Each record carries C(ts) (UTC, ISO 8601), C(epoch), C(event), C(node) and the given O(fields).
+  - "Each record carries C(ts) (UTC, ISO 8601), C(epoch), C(event), C(node) and the given O(fields)."
   - With O(once_per_fingerprint=true) a record is skipped when the newest record of the
     same event carries the same C(fingerprint): a redeploy that changes nothing does not
     grow the history and reports C(changed=false).
   - In check mode nothing is written; C(changed) tells whether a line would be appended.
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 options:
   path:
     description: History file.
@@ -49,6 +49,7 @@ extends_documentation_fragment:
   - ansible.builtin.files
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 '''
 

@@ -17,7 +17,7 @@ description:
     a given configuration.
   - A missing file is an empty history.
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 options:
   path:
     description: History file.
@@ -39,6 +39,7 @@ options:
     default: 200
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
 '''
 

@@ -23,7 +23,7 @@ description:
     dataset (no download) in the server's virtual environment.
   - The module only reads; in check mode it does not send load and returns C(skipped).
 author:
-  - inferops.serving maintainers
+  - inferops.serving maintainers (!UNKNOWN)
 options:
   mode:
     description: Which client generates the load.

@@ -270,7 +270,7 @@ class _StubChatServer(BaseHTTPRequestHandler):
             data = ('data: %s\n\n' % payload).encode()
             self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
 
-        for _ in range(body['max_tokens']):
+        for _token in range(body['max_tokens']):
             send(json.dumps({'choices': [{'delta': {'content': 'x'}}]}))
         send(json.dumps({'choices': [], 'usage': {'prompt_tokens': 7,
                                                   'completion_tokens': body['max_tokens']}}))

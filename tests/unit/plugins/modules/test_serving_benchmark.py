@@ -30,7 +30,7 @@ class _Server(BaseHTTPRequestHandler):
         self.send_header('Content-Type', 'text/event-stream')
         self.send_header('Connection', 'close')
         self.end_headers()
-        for _ in range(body['max_tokens']):
+        for _token in range(body['max_tokens']):
             self.wfile.write(b'data: {"choices": [{"delta": {"content": "x"}}]}\n\n')
         self.wfile.write(b'data: {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": %d}}\n\n'
                          % body['max_tokens'])
