@@ -133,6 +133,6 @@ def refusal_message(planned, node):
     lines = ['experiment %s is ruled out by the GPU topology of %s: %s.'
              % (planned['name'], node, '; '.join(planned['blocked_by']))]
     lines.extend('  - %s' % reason for reason in planned['reasons'])
-    lines.append('Nothing was changed. To run it anyway (the benchmark gate still rolls back a '
+    lines.append('The server was not touched. To run it anyway (the benchmark gate still rolls back a '
                  'regression): -e force=true')
     return '\n'.join(lines)

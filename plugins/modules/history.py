@@ -16,8 +16,8 @@ description:
     (C(/var/lib/sglang/history.jsonl) by default). Lines are never rewritten.
   - "Each record carries C(ts) (UTC, ISO 8601), C(epoch), C(event), C(node) and the given O(fields)."
   - With O(once_per_fingerprint=true) a record is skipped when the newest record of the
-    same event carries the same C(fingerprint): a redeploy that changes nothing does not
-    grow the history and reports C(changed=false).
+    same event carries the same C(fingerprint), so that a redeploy that changes nothing does
+    not grow the history and reports C(changed=false).
   - In check mode nothing is written; C(changed) tells whether a line would be appended.
 author:
   - inferops.serving maintainers (!UNKNOWN)
