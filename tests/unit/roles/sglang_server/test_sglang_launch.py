@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The launcher of sglang.service: the API key reaches the server without a command line."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+import pytest
+
+LAUNCHER = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang_server', 'files',
+                        'sglang-launch')
+
+
+@pytest.fixture
+def launcher():
+    loader = importlib.machinery.SourceFileLoader('sglang_launch_under_test', LAUNCHER)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def fake_sglang(tmp_path, monkeypatch):
+    """A package `sglang` whose launch_server records what it was started with."""
+    package = tmp_path / 'sglang'
+    (package / 'srt').mkdir(parents=True)
+    (package / '__init__.py').write_text('')
+    (package / 'srt' / '__init__.py').write_text('')
+    (package / 'srt' / 'server_args.py').write_text(
+        'import dataclasses\n'
+        '@dataclasses.dataclass\n'
+        'class ServerArgs:\n'
+        '    model_path: str = "m"\n'
+        '    api_key: str = None\n')
+    (package / 'launch_server.py').write_text(
+        'import os, sys\n'
+        'from sglang.srt.server_args import ServerArgs\n'
+        'if __name__ == "__main__":\n'
+        '    args = sys.argv[1:]\n'
+        '    RESULT.update(argv=list(sys.argv), env=os.environ.get("SGLANG_API_KEY"),\n'
+        '                  logged=repr(ServerArgs(api_key=args[args.index("--api-key") + 1])))\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [n for n in sys.modules if n == 'sglang' or n.startswith('sglang.')]:
+        monkeypatch.delitem(sys.modules, name)
+    result = {}
+    monkeypatch.setattr('builtins.RESULT', result, raising=False)
+    return result
+
+
+def test_api_key_moves_from_environment_to_the_module_argv_only(launcher, fake_sglang, monkeypatch):
+    monkeypatch.setenv('SGLANG_API_KEY', 'sk-launch-test')
+    monkeypatch.setattr(sys, 'argv', ['sglang-launch', 'run', 'sglang.launch_server', '--port', '8000'])
+    assert launcher.run('sglang.launch_server', ['--port', '8000']) == 0
+    assert fake_sglang['argv'][1:] == ['--port', '8000', '--api-key', 'sk-launch-test']
+    # Worker processes started by the server must not inherit the key.
+    assert fake_sglang['env'] is None
+    assert 'SGLANG_API_KEY' not in os.environ
+    # SGLang logs `server_args=ServerArgs(...)` at startup.
+    assert 'sk-launch-test' not in fake_sglang['logged']
+    assert "api_key='<hidden>'" in fake_sglang['logged']
+
+
+def test_without_a_key_the_argv_is_unchanged(launcher, fake_sglang, monkeypatch):
+    monkeypatch.delenv('SGLANG_API_KEY', raising=False)
+    monkeypatch.setenv('SGLANG_ADMIN_API_KEY', '')
+    with pytest.raises(ValueError):
+        # The fake server looks the key up; no key means the launcher did not add one.
+        launcher.run('sglang.launch_server', ['--port', '8000'])
+
+
+def test_wait_healthy_gives_up_when_the_server_process_is_gone(launcher, capsys):
+    gone = 2 ** 22 + 12345  # above the default pid_max: no such process
+    assert launcher.wait_healthy('http://127.0.0.1:9/health', gone, interval=0) == 1
+    assert 'exited before it answered' in capsys.readouterr().err
