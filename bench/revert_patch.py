@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Reverting the SM120 allreduce-fusion patch versus reinstalling the two packages it edits.
 
@@ -12,7 +11,7 @@ In one run, on the same venv, with the real sglang and flashinfer-python wheels:
 Each is repeated (default 3) and the medians are compared. Both end with files proven
 identical to RECORD, otherwise the run fails.
 
-Usage: revert_patch.py [--repeat N] [--venv PATH] [--wheels DIR] [--json FILE]
+Usage: .venv/bin/python bench/revert_patch.py [--repeat N] [--venv PATH] [--wheels DIR] [--json FILE]
 """
 
 import argparse
@@ -130,8 +129,8 @@ def main(argv):
         def assert_pristine(after):
             for dist_name in versions:
                 dist = find_distribution([site], dist_name)
-                report = verify(dist["site_packages"], load_record(dist), [f["path"] for f in patch["files"]
-                                                                          if f["distribution"] == dist_name])
+                paths = [f["path"] for f in patch["files"] if f["distribution"] == dist_name]
+                report = verify(dist["site_packages"], load_record(dist), paths)
                 if report["modified"] or report["missing"]:
                     sys.exit("after %s, %s differs from RECORD: %s" % (after, dist_name, report))
 
