@@ -136,11 +136,46 @@ def _found(lines, needle, hits, start, end):
     """What is there instead: the match lines, or the closest line, so a hand edit is easy to spot."""
     if hits:
         return "%d (at line %s)" % (len(hits), ", ".join(str(at + 1) for at in hits))
-    close = difflib.get_close_matches(needle[0], lines[start:end], n=1, cutoff=0.6)
-    if not close:
+    at = _closest(lines, needle[0], start, end)
+    if at is None:
         return "0"
-    at = lines.index(close[0], start, end)
-    return "0 (closest: line %d %r)" % (at + 1, close[0])
+    return "0 (closest: line %d %r)" % (at + 1, lines[at])
+
+
+def _found_in_original(text, needle, scope, hits):
+    """_found() with line numbers of the file as it is on disk, not after the earlier edits."""
+    lines = _split_keepends(text)[0]
+    try:
+        start, end = scope_bounds(lines, scope)
+    except ValueError:
+        return "%d" % len(hits)
+    return _found(lines, needle, _occurrences(lines, needle, start, end), start, end)
+
+
+def _prefix_length(a, b):
+    size = 0
+    for left, right in zip(a, b):
+        if left != right:
+            break
+        size += 1
+    return size
+
+
+def _closest(lines, wanted, start, end):
+    """Index of the line a hand edit most likely made of ``wanted``, or None.
+
+    An edit usually keeps the start of a line (appended comment, changed value), so the
+    line sharing the longest start wins; similarity alone would pick a sibling line.
+    """
+    window = range(start, end)
+    containing = [i for i in window if wanted.strip() and wanted.strip() in lines[i]]
+    if containing:
+        return containing[0]
+    best = max(window, key=lambda i: _prefix_length(lines[i], wanted), default=None)
+    if best is not None and _prefix_length(lines[best], wanted) * 3 >= len(wanted):
+        return best
+    close = difflib.get_close_matches(wanted, lines[start:end], n=1, cutoff=0.6)
+    return lines.index(close[0], start, end) if close else None
 
 
 def _split_keepends(text):
@@ -171,7 +206,7 @@ def _rewrite(text, edits, forward):
         if len(hits) != expected:
             where = " inside %r" % scope if scope else ""
             problems.append({"edit": number, "expected": "%d x %r%s" % (expected, "\n".join(old), where),
-                             "found": _found(lines, old, hits, start, end), "text": "\n".join(old)})
+                             "found": _found_in_original(text, old, scope, hits), "text": "\n".join(old)})
             continue
         for at in reversed(hits):
             ending = ends[at + len(old) - 1] or "\n"

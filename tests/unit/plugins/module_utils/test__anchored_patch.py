@@ -135,7 +135,15 @@ def test_a_hand_edited_anchor_is_reported_with_expected_text_and_what_is_there()
         apply_edits(text, edits_for("sglang/srt/layers/communicator.py"))
     (problem,) = failure.value.problems
     assert "1 x '_is_sm100_supported = _is_cuda and is_sm100_supported()'" in problem["expected"]
-    assert problem["found"].startswith("0")
+    assert problem["found"] == "0 (closest: line 14 '_is_sm100_supported = True')"
+
+
+def test_an_appended_comment_is_pointed_at():
+    text = fixture("communicator.py").decode().replace(
+        "_is_sm100_supported = _is_cuda and is_sm100_supported()",
+        "_is_sm100_supported = _is_cuda and is_sm100_supported()  # tuned")
+    (problem,) = anchor_problems(text, edits_for("sglang/srt/layers/communicator.py"))
+    assert problem["found"] == "0 (closest: line 14 '_is_sm100_supported = _is_cuda and is_sm100_supported()  # tuned')"
 
 
 def test_a_missing_scope_is_reported():
