@@ -96,7 +96,7 @@ molecule: venv lab-image
 test: lint unit collection-test molecule
 
 bench: venv lab-image
-	$(BIN)/python bench/run.py
+	$(BIN)/python bench/deploy_bench.py
 
 clean: lab-destroy
 	rm -rf build reports
