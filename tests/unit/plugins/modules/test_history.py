@@ -45,6 +45,12 @@ def test_check_mode_reports_the_append_without_writing(tmp_path, capsys):
     assert not path.exists()
 
 
+def test_check_mode_before_the_first_deploy_reports_the_append(tmp_path, capsys):
+    result = run(history, deploy(tmp_path / 'absent' / 'history.jsonl', 'a', _ansible_check_mode=True), capsys)
+    assert result['changed'] is True and not result.get('failed')
+    assert not (tmp_path / 'absent').exists()
+
+
 def test_a_missing_folder_fails_before_writing(tmp_path, capsys):
     result = run(history, deploy(tmp_path / 'absent' / 'history.jsonl', 'a'), capsys)
     assert result['failed'] and 'deploy the node first' in result['msg']
