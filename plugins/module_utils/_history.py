@@ -11,6 +11,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import datetime
+import errno
 import json
 
 EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback')
@@ -51,6 +52,18 @@ def parse_history(text):
             continue
         records.append(record)
     return records, skipped
+
+
+def load(path):
+    """Records and skipped line numbers of the history file at ``path``; a missing file is empty."""
+    try:
+        with open(path, 'rb') as handle:
+            text = handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError) as exc:
+        if getattr(exc, 'errno', None) == errno.ENOENT:
+            return [], []
+        raise HistoryError('cannot read %s: %s' % (path, exc))
+    return parse_history(text)
 
 
 def make_record(event, node, fields, epoch):

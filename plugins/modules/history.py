@@ -104,17 +104,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     EVENTS,
     HistoryError,
     is_repeat,
+    load,
     make_record,
-    parse_history,
     serialize,
 )
-
-
-def _read(path):
-    if not os.path.exists(path):
-        return ''
-    with open(path, 'rb') as handle:
-        return handle.read().decode('utf-8', 'replace')
 
 
 def main():
@@ -137,9 +130,9 @@ def main():
                              record={'event': module.params['event'], 'node': module.params['node']})
         module.fail_json(msg='the folder of %s does not exist; deploy the node first (gpu_vm creates it)' % path)
     try:
-        records, skipped = parse_history(_read(path))
+        records, skipped = load(path)
         record = make_record(module.params['event'], module.params['node'], module.params['fields'], time.time())
-    except (HistoryError, IOError, OSError) as exc:
+    except HistoryError as exc:
         module.fail_json(msg='cannot record %s in %s: %s' % (module.params['event'], path, exc))
 
     append = not (module.params['once_per_fingerprint'] and is_repeat(records, record))

@@ -87,7 +87,6 @@ skipped_lines:
   sample: []
 '''
 
-import os
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -95,7 +94,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     EVENTS,
     HistoryError,
     latest,
-    parse_history,
+    load,
     recent_benchmark,
 )
 
@@ -110,16 +109,9 @@ def main():
         ),
         supports_check_mode=True,
     )
-    path = module.params['path']
-    text = ''
-    if os.path.exists(path):
-        with open(path, 'rb') as handle:
-            text = handle.read().decode('utf-8', 'replace')
-    records, skipped = parse_history(text)
-    fingerprint = module.params['fingerprint']
-    if not fingerprint:
-        fingerprint = (latest(records, 'deploy') or {}).get('fingerprint')
     try:
+        records, skipped = load(module.params['path'])
+        fingerprint = module.params['fingerprint'] or (latest(records, 'deploy') or {}).get('fingerprint')
         benchmark = None
         if fingerprint:
             benchmark = recent_benchmark(records, fingerprint, module.params['max_age'], time.time())
