@@ -77,12 +77,15 @@ def test_anchor_failure_lists_every_problem(site, tmp_path, capsys):
     assert "hand edit" in result["msg"]
 
 
-def test_revert_of_a_hand_edit_warns_naming_the_file(site, tmp_path, capsys):
+def test_revert_of_a_hand_edit_warns_naming_the_file(site, tmp_path, capsys, monkeypatch):
+    # Where a warning ends up depends on whether controller code was imported in this process.
+    warned = []
+    monkeypatch.setattr(anchored_patch.AnsibleModule, "warn", lambda self, message: warned.append(message))
     run(args(site, tmp_path), capsys)
     (site / "flashinfer/jit/comm.py").write_bytes(b"# replaced by hand\n")
     result = run(args(site, tmp_path, state="absent"), capsys)
     assert result["drifted"] == ["flashinfer/jit/comm.py"]
-    assert "flashinfer/jit/comm.py" in json.dumps(result["warnings"])
+    assert len(warned) == 1 and "flashinfer/jit/comm.py" in warned[0]
     assert (site / "flashinfer/jit/comm.py").read_bytes() == ORIGINAL
 
 
