@@ -109,10 +109,12 @@ STOPSIGNAL SIGRTMIN+3
 COPY apt /srv/inferops-lab/apt
 COPY lab-cuda-repo.service /etc/systemd/system/lab-cuda-repo.service
 # The simulated GPUs: PCI tree, the nvidia-smi stand-in is shipped by the driver package.
+# /run/inferops-lab carries the simulated GPU load from the server stand-in to nvidia-smi.
 COPY sim /opt/inferops-lab/sim
 COPY sglang_sim /opt/inferops-lab/sglang_sim
 RUN ln -s /etc/systemd/system/lab-cuda-repo.service /etc/systemd/system/multi-user.target.wants/lab-cuda-repo.service \\
  && python3 /opt/inferops-lab/sim/make-sysfs.py /opt/inferops-lab/sys --gpus 8 \\
+ && echo 'd /run/inferops-lab 1777 root root -' >/etc/tmpfiles.d/inferops-lab.conf \\
  && find /opt/inferops-lab -name __pycache__ -prune -exec rm -rf {} +
 EOF
 docker build -q -t "$LAB_IMAGE" "$ctx" >/dev/null
