@@ -26,7 +26,7 @@ export PY_COLORS ?= 0
 export LAB_IMAGE
 
 .PHONY: help venv docker lab-image lab-node lab-destroy demo lint yamllint ansible-lint sanity \
-        unit collection-test molecule test bench clean
+        unit collection-test changelog-lint molecule test bench clean
 
 help:
 	@echo "make demo   - deploy the full stack to the local lab node gpu-node"
@@ -79,7 +79,10 @@ sanity: venv $(ANSIBLE_TEST_GET_PIP)
 	@git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C $(SANITY_ROOT) -xf -
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --python 3.11 --color no
 
-lint: yamllint ansible-lint sanity
+changelog-lint: venv
+	$(BIN)/antsibull-changelog lint
+
+lint: yamllint ansible-lint changelog-lint sanity
 
 unit: venv
 	$(BIN)/pytest tests/unit -q
