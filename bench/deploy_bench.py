@@ -148,6 +148,8 @@ def main(argv):
     rows = []
     lab_node("absent", log)
     lab_node("started", log)
+    # The simulated server reports GPU load to the lab's nvidia-smi through this folder.
+    run(["docker", "exec", NODE, "install", "-d", "-m", "1777", "/run/inferops-lab"], log)
     try:
         full, proc = run(playbook + ["deploy.yml"], log)
         rows.append(["full deploy, fresh lab node", "%.1f s" % full, "changed=%d" % recap(proc.stdout)["changed"]])
