@@ -232,3 +232,22 @@ def parse_site_packages(stdout):
         if path not in unique:
             unique.append(path)
     return unique
+
+
+def venv_python(venv, python):
+    """The interpreter the modules' venv/python options name."""
+    if venv:
+        return venv.rstrip("/") + "/bin/python"
+    return python
+
+
+def interpreter_site_packages(run, python):
+    """Site-packages folders of ``python``, asked from the interpreter itself.
+
+    ``run(argv)`` runs a command and returns ``(rc, stdout, stderr)``, as
+    ``AnsibleModule.run_command`` does.
+    """
+    rc, stdout, stderr = run([python, "-c", SITE_PACKAGES_SCRIPT])
+    if rc != 0:
+        raise DistRecordError("%s could not report its site-packages (rc=%s): %s" % (python, rc, stderr.strip()))
+    return parse_site_packages(stdout)

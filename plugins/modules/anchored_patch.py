@@ -233,32 +233,26 @@ from ansible_collections.inferops.serving.plugins.module_utils._anchored_patch i
     removals,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
-    SITE_PACKAGES_SCRIPT,
     DistRecordError,
-    parse_site_packages,
+    interpreter_site_packages,
+    venv_python,
 )
 
 C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
 
 
 def interpreter(module):
-    if module.params["venv"]:
-        return module.params["venv"].rstrip("/") + "/bin/python"
-    return module.params["python"]
+    return venv_python(module.params["venv"], module.params["python"])
 
 
 def search_dirs(module):
     if module.params["site_packages"]:
         return [module.params["site_packages"]]
-    python = interpreter(module)
-    rc, stdout, stderr = module.run_command([python, "-c", SITE_PACKAGES_SCRIPT], environ_update=C_LOCALE)
-    if rc != 0:
-        module.fail_json(msg="%s could not report its site-packages: %s" % (python, stderr.strip()),
-                         stdout=stdout, stderr=stderr, rc=rc)
     try:
-        return parse_site_packages(stdout)
+        return interpreter_site_packages(lambda argv: module.run_command(argv, environ_update=C_LOCALE),
+                                         interpreter(module))
     except DistRecordError as exc:
-        module.fail_json(msg=str(exc), stdout=stdout, rc=rc)
+        module.fail_json(msg=str(exc))
 
 
 def wheel_fetcher(module):

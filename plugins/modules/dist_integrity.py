@@ -129,12 +129,12 @@ pristine:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
-    SITE_PACKAGES_SCRIPT,
     DistRecordError,
     find_distribution,
+    interpreter_site_packages,
     load_record,
     normalize_name,
-    parse_site_packages,
+    venv_python,
     verify,
 )
 
@@ -144,16 +144,12 @@ C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
 def search_dirs(module):
     if module.params["site_packages"]:
         return [module.params["site_packages"]]
-    if module.params["venv"]:
-        python = module.params["venv"].rstrip("/") + "/bin/python"
-    else:
-        python = module.params["python"]
+    python = venv_python(module.params["venv"], module.params["python"])
     python = module.get_bin_path(python, required=True) if "/" not in python else python
-    rc, stdout, stderr = module.run_command([python, "-c", SITE_PACKAGES_SCRIPT], environ_update=C_LOCALE)
-    if rc != 0:
-        module.fail_json(msg="%s could not report its site-packages: %s" % (python, stderr.strip()),
-                         stdout=stdout, stderr=stderr, rc=rc)
-    return parse_site_packages(stdout)
+    try:
+        return interpreter_site_packages(lambda argv: module.run_command(argv, environ_update=C_LOCALE), python)
+    except DistRecordError as exc:
+        module.fail_json(msg=str(exc))
 
 
 def main():

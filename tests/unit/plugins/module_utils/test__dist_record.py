@@ -14,12 +14,14 @@ from ansible_collections.inferops.serving.plugins.module_utils._dist_record impo
     decode_hash,
     encode_hash,
     find_distribution,
+    interpreter_site_packages,
     load_record,
     normalize_name,
     parse_dist_info_dirname,
     parse_record,
     parse_site_packages,
     select_dist_info,
+    venv_python,
     verify,
 )
 
@@ -170,3 +172,23 @@ def test_site_packages_from_the_interpreter(stdout, expected):
 def test_unreadable_interpreter_output_is_an_error(stdout):
     with pytest.raises(DistRecordError):
         parse_site_packages(stdout)
+
+
+def test_site_packages_are_asked_from_the_venv_interpreter():
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, '["/opt/v/lib/python3.11/site-packages", "/opt/v/lib/python3.11/site-packages"]\n', ""
+
+    python = venv_python("/opt/v/", None)
+    assert interpreter_site_packages(run, python) == ["/opt/v/lib/python3.11/site-packages"]
+    assert calls[0][0] == "/opt/v/bin/python"
+
+
+def test_an_interpreter_that_cannot_answer_is_named_in_the_error():
+    def run(argv):
+        return 127, "", "No such file or directory"
+
+    with pytest.raises(DistRecordError, match=r"/usr/bin/python9 could not report .*rc=127"):
+        interpreter_site_packages(run, "/usr/bin/python9")
