@@ -89,4 +89,4 @@ apt-ftparchive \
 gpg --batch --yes --pinentry-mode loopback --passphrase '' --armor --detach-sign -o Release.gpg Release
 gpg --batch --yes --pinentry-mode loopback --passphrase '' --clearsign -o InRelease Release
 
-echo "build-repo.sh: $(ls -1 *.deb | wc -l) packages signed into $REPO"
+echo "build-repo.sh: $(find . -maxdepth 1 -name '*.deb' | wc -l) packages signed into $REPO"

@@ -61,8 +61,8 @@ cap err_bad_id "$smi" -i 99 --query-gpu=index --format=csv
         "$(cat "$path/vendor")" "$(cat "$path/device")" "$(cat "$path/class")"
     done
   done
-  echo "== infiniband: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
-  echo "== pci devices: $(ls /sys/bus/pci/devices | wc -l)"
+  echo "== infiniband: $(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)"
+  echo "== pci devices: $(find /sys/bus/pci/devices -mindepth 1 -maxdepth 1 | wc -l)"
 } >"$out/sysfs_gpus.txt" 2>&1
 
 { uname -r; nproc; grep -m1 'model name' /proc/cpuinfo; } >"$out/host.txt" 2>&1
