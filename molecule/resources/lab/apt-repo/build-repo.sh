@@ -59,6 +59,8 @@ done
 # Files produced at build time rather than kept in the package trees.
 install -D -m 0644 "$WORK/cuda-archive-keyring.gpg" \
     "$WORK/stage/cuda-keyring/usr/share/keyrings/cuda-archive-keyring.gpg"
+# git keeps no empty folders: create the one the source list goes into.
+mkdir -p "$WORK/stage/cuda-keyring/etc/apt/sources.list.d"
 printf 'deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] %s /\n' "$REPO_URL" \
     > "$WORK/stage/cuda-keyring/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
 install -D -m 0755 "$NVIDIA_SMI" "$WORK/stage/nvidia-smi/usr/bin/nvidia-smi"
