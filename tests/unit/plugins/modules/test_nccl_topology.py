@@ -1,7 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The nccl_topology module as Ansible runs it: its file, executed with a JSON arguments file."""
 
-import json
 import os
 import subprocess
 import sys
@@ -13,16 +12,6 @@ MODULE = os.path.join(REPO_ROOT, "plugins", "modules", "nccl_topology.py")
 SIM = os.path.join(REPO_ROOT, "molecule", "resources", "lab", "sim")
 FIXTURES = os.path.join(REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "topology")
 H200 = os.path.join(FIXTURES, "h200-2026-11-29")
-
-
-def run_module(tmp_path, **args):
-    args_file = tmp_path / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO_ROOT, ".collections")] + sys.path))
-    proc = subprocess.run([sys.executable, MODULE, str(args_file)], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, check=False)
-    assert "Traceback" not in proc.stdout + proc.stderr
-    return json.loads(proc.stdout)
 
 
 @pytest.fixture
@@ -47,8 +36,8 @@ def fake_nvidia_smi(tmp_path, output, rc):
 
 
 @pytest.mark.parametrize("check_mode", [False, True])
-def test_lab_node_reads_as_the_seed_machine(tmp_path, lab_sysfs, check_mode):
-    result = run_module(tmp_path, nvidia_smi=os.path.join(SIM, "nvidia-smi"), sysfs_root=lab_sysfs,
+def test_lab_node_reads_as_the_seed_machine(lab_sysfs, check_mode, run_module):
+    result = run_module(nvidia_smi=os.path.join(SIM, "nvidia-smi"), sysfs_root=lab_sysfs,
                         _ansible_check_mode=check_mode)
     assert not result.get("failed") and result["changed"] is False
     facts = result["ansible_facts"]["nccl_topology"]
@@ -61,8 +50,8 @@ def test_lab_node_reads_as_the_seed_machine(tmp_path, lab_sysfs, check_mode):
     assert facts["warnings"] == []
 
 
-def test_support_bundle_from_the_h200_is_read_offline(tmp_path):
-    result = run_module(tmp_path, topo_matrix_file=os.path.join(H200, "topo_m.txt"),
+def test_support_bundle_from_the_h200_is_read_offline(run_module):
+    result = run_module(topo_matrix_file=os.path.join(H200, "topo_m.txt"),
                         p2p_read_file=os.path.join(H200, "topo_p2p_r.txt"),
                         query_gpu_file=os.path.join(H200, "query_all_nounits.txt"),
                         nccl_xml_file=os.path.join(H200, "nccl_topo.xml"))
@@ -72,8 +61,8 @@ def test_support_bundle_from_the_h200_is_read_offline(tmp_path):
     assert facts["p2p_write"] is None and facts["p2p_read"] == [["X"]]
 
 
-def test_before_the_driver_links_come_from_the_pci_tree(tmp_path, lab_sysfs):
-    result = run_module(tmp_path, nvidia_smi=str(tmp_path / "absent" / "nvidia-smi"), sysfs_root=lab_sysfs)
+def test_before_the_driver_links_come_from_the_pci_tree(tmp_path, lab_sysfs, run_module):
+    result = run_module(nvidia_smi=str(tmp_path / "absent" / "nvidia-smi"), sysfs_root=lab_sysfs)
     facts = result["ansible_facts"]["nccl_topology"]
     assert facts["gpu_count"] == 8 and facts["links_from"] == "sysfs"
     assert facts["weakest_link"] == "PHB" and facts["all_pairs_p2p"] is None
@@ -81,40 +70,40 @@ def test_before_the_driver_links_come_from_the_pci_tree(tmp_path, lab_sysfs):
     assert any("not found" in warning for warning in facts["warnings"])
 
 
-def test_no_nvidia_smi_and_no_gpu_on_the_bus_fails_naming_what_was_looked_for(tmp_path, empty_sysfs):
-    result = run_module(tmp_path, nvidia_smi="nvidia-smi-absent-here", sysfs_root=empty_sysfs)
+def test_no_nvidia_smi_and_no_gpu_on_the_bus_fails_naming_what_was_looked_for(empty_sysfs, run_module):
+    result = run_module(nvidia_smi="nvidia-smi-absent-here", sysfs_root=empty_sysfs)
     assert result["failed"]
     assert "nvidia-smi-absent-here" in result["msg"] and "0x10de" in result["msg"] and empty_sysfs in result["msg"]
 
 
-def test_driver_not_loaded_fails_with_its_message_rc_and_the_pci_view(tmp_path, lab_sysfs):
+def test_driver_not_loaded_fails_with_its_message_rc_and_the_pci_view(tmp_path, lab_sysfs, run_module):
     message = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"
-    result = run_module(tmp_path, nvidia_smi=fake_nvidia_smi(tmp_path, message, 9), sysfs_root=lab_sysfs)
+    result = run_module(nvidia_smi=fake_nvidia_smi(tmp_path, message, 9), sysfs_root=lab_sysfs)
     assert result["failed"] and result["rc"] == 9
     assert "couldn't communicate with the NVIDIA driver" in result["msg"]
     assert len(result["sysfs_gpus"]) == 8
 
 
-def test_corrupted_saved_matrix_fails_naming_the_row(tmp_path):
+def test_corrupted_saved_matrix_fails_naming_the_row(tmp_path, run_module):
     with open(os.path.join(H200, "topo_m.txt")) as handle:
         text = handle.read().replace("GPU0\t X ", "GPU0\t Y ")
     damaged = tmp_path / "topo.txt"
     damaged.write_text(text)
-    result = run_module(tmp_path, topo_matrix_file=str(damaged))
+    result = run_module(topo_matrix_file=str(damaged))
     assert result["failed"] and "row 'GPU0" in result["msg"] and str(damaged) in result["msg"]
 
 
-def test_garbage_from_nvidia_smi_fails_with_its_output(tmp_path, lab_sysfs):
-    result = run_module(tmp_path, nvidia_smi=fake_nvidia_smi(tmp_path, "Segmentation fault\n", 0),
+def test_garbage_from_nvidia_smi_fails_with_its_output(tmp_path, lab_sysfs, run_module):
+    result = run_module(nvidia_smi=fake_nvidia_smi(tmp_path, "Segmentation fault\n", 0),
                         sysfs_root=lab_sysfs)
     assert result["failed"] and "query-gpu" in result["msg"] and result["stdout"].startswith("Segmentation")
 
 
-def test_missing_file_fails_clearly(tmp_path):
-    result = run_module(tmp_path, nccl_xml_file=str(tmp_path / "nope.xml"))
+def test_missing_file_fails_clearly(tmp_path, run_module):
+    result = run_module(nccl_xml_file=str(tmp_path / "nope.xml"))
     assert result["failed"] and "nccl_xml_file" in result["msg"] and "nope.xml" in result["msg"]
 
 
-def test_unreadable_sysfs_root_given_explicitly_fails(tmp_path):
-    result = run_module(tmp_path, sysfs_root=str(tmp_path / "nothing"), run_commands=False)
+def test_unreadable_sysfs_root_given_explicitly_fails(tmp_path, run_module):
+    result = run_module(sysfs_root=str(tmp_path / "nothing"), run_commands=False)
     assert result["failed"] and "does not exist" in result["msg"] and "sysfs_root" in result["msg"]

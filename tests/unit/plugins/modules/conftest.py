@@ -1,0 +1,23 @@
+"""Run a test file's module as Ansible does: the module file with a JSON arguments file."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+@pytest.fixture
+def run_module(tmp_path, request):
+    """Callable running the module file named by the test file's MODULE with the given arguments."""
+    def run(**args):
+        args_file = tmp_path / "args.json"
+        args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(REPO_ROOT, ".collections")] + sys.path))
+        proc = subprocess.run([sys.executable, request.module.MODULE, str(args_file)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+        assert "Traceback" not in proc.stdout + proc.stderr
+        return json.loads(proc.stdout)
+    return run
