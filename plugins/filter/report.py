@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.serving.plugins.module_utils._report import (
     ReportError,
     redact,
+    report_view,
     throughput_chart_svg,
     topology_grid,
     topology_text,
@@ -34,4 +35,5 @@ class FilterModule(object):
             'topology_grid': _guarded(topology_grid),
             'topology_text': _guarded(topology_text),
             'redact_secrets': _guarded(redact),
+            'report_view': _guarded(report_view),
         }

@@ -352,3 +352,30 @@ def _symbol(shape, cx, cy, colour, size=5, title=None):
                    colour, tip))
     return '<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s">%s</rect>' % (
         cx - size, cy - size, 2 * size, 2 * size, colour, tip)
+
+
+def report_view(records, latest):
+    """What the report's cards show, picked from the node's history.
+
+    The card shows the server as it runs now: the newest benchmark of the deployed configuration
+    (same fingerprint), else the newest baseline one; a rolled-back experiment's result is only
+    in the chart.
+    """
+    latest = latest or {}
+    deploy = latest.get('deploy') or {}
+    benchmarks = [r for r in records or [] if r.get('event') == 'benchmark']
+    fingerprint = deploy.get('fingerprint') or ''
+    current = [r for r in benchmarks if 'fingerprint' in r and r['fingerprint'] == fingerprint]
+    baselines = [r for r in benchmarks if not r.get('experiment')]
+    last_bench = current[-1] if current else (baselines[-1] if baselines else None)
+    metrics = (last_bench or {}).get('metrics') or {}
+    return {
+        'deploy': deploy,
+        'server': deploy.get('server') or {},
+        'last_bench': last_bench,
+        'bench_is_current': bool(current),
+        'metrics': metrics,
+        'gpu': metrics.get('gpu') or {},
+        'last_experiment': latest.get('experiment'),
+        'running_experiment': deploy.get('experiment'),
+    }

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Benchmark an OpenAI-compatible SGLang server and decide whether an experiment stays.
+"""Benchmark an OpenAI-compatible SGLang server.
 
 Everything here is plain Python (standard library only) so that it runs on a
 node without the serving stack and can be tested against a loopback stub:
@@ -9,8 +9,9 @@ node without the serving stack and can be tested against a loopback stub:
 * a streaming chat-completions client at a fixed concurrency,
 * statistics (throughput, median/p99 TTFT and TPOT),
 * parsers for ``sglang.bench_serving`` JSONL output and ``nvidia-smi`` CSV,
-* a GPU sampler thread, and
-* the keep/rollback decision of an experiment.
+* a GPU sampler thread.
+
+Whether an experiment stays is decided in ``_experiment.py``.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -408,45 +409,3 @@ def bench_serving_argv(python, host, port, model, served_model_name, num_prompts
             '--num-prompts', str(num_prompts), '--max-concurrency', str(concurrency),
             '--output-file', output_file]
 
-
-def _fmt_throughput(value):
-    return 'n/a' if value is None else '{0:,.1f} tok/s'.format(value)
-
-
-def decide(baseline, candidate, max_regression, healthy):
-    """Keep or roll back an experiment.
-
-    ``baseline`` and ``candidate`` are benchmark results (dicts with
-    ``output_throughput``; candidate may be None when the server never got
-    healthy). ``max_regression`` is the tolerated fractional drop (0.1 = 10%).
-    Returns a dict with ``action`` (keep|rollback), ``change_pct`` and a
-    ``message`` that names both numbers.
-    """
-    if max_regression is None or not 0 <= float(max_regression) < 1:
-        raise ServingBenchmarkError('max_regression is a fraction in [0, 1), e.g. 0.1 for 10%%, got %r'
-                                    % (max_regression,))
-    max_regression = float(max_regression)
-    base_tp = (baseline or {}).get('output_throughput')
-    if not base_tp:
-        raise ServingBenchmarkError('the baseline benchmark has no output_throughput to compare against')
-    cand_tp = (candidate or {}).get('output_throughput')
-    change = None if cand_tp is None else (cand_tp - base_tp) / base_tp
-    change_pct = None if change is None else round(change * 100.0, 1)
-    numbers = 'baseline %s, experiment %s' % (_fmt_throughput(base_tp), _fmt_throughput(cand_tp))
-    power = ''
-    base_w = ((baseline or {}).get('gpu') or {}).get('mean_power_w')
-    cand_w = ((candidate or {}).get('gpu') or {}).get('mean_power_w')
-    if base_w is not None and cand_w is not None:
-        power = '; mean GPU power %.0f W -> %.0f W' % (base_w, cand_w)
-    if not healthy:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'unhealthy',
-                'message': 'server did not become healthy with the experiment (%s)%s' % (numbers, power)}
-    if cand_tp is None or (candidate or {}).get('completed', 1) == 0:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'no_result',
-                'message': 'experiment benchmark completed no request (%s)%s' % (numbers, power)}
-    if change < -max_regression:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'regression',
-                'message': 'throughput regressed %.1f%%, more than the allowed %.0f%% (%s)%s'
-                           % (change * 100.0, max_regression * 100.0, numbers, power)}
-    return {'action': 'keep', 'change_pct': change_pct, 'reason': 'within_tolerance',
-            'message': 'throughput %+.1f%% (%s)%s' % (change * 100.0, numbers, power)}

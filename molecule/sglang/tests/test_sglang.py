@@ -1,5 +1,6 @@
 """State of a lab node after the sglang role and the patch lifecycle (which ends with the patch off)."""
 import json
+import re
 
 import pytest
 
@@ -96,3 +97,23 @@ def test_service_caches_belong_to_the_service_user(host, path):
     assert cache.is_directory
     assert cache.user == "sglang"
     assert cache.mode == 0o750
+
+
+def test_venv_belongs_to_the_service_user(host):
+    user = host.user('sglang')
+    assert user.exists
+    assert user.shell in ('/usr/sbin/nologin', '/sbin/nologin')
+    assert user.home == '/var/lib/sglang'
+    assert user.uid < 1000  # system user
+    for path in ('/opt/sglang/venv', '/opt/sglang/venv/bin/pip', '/opt/sglang/venv/pyvenv.cfg', '/opt/sglang/venv/lib'):
+        assert host.file(path).user == 'sglang', path
+    # Built on the system interpreter, not a copy in /root.
+    cfg = host.file('/opt/sglang/venv/pyvenv.cfg').content_string
+    assert re.search(r'^home = /usr/bin$', cfg, re.M)
+    assert not host.file('/root/ml-env').exists
+
+
+def test_venv_has_pinned_pip_and_wheel(host):
+    freeze = host.check_output('/opt/sglang/venv/bin/python -m pip list --format=freeze')
+    assert 'pip==25.3' in freeze.splitlines()
+    assert 'wheel==0.45.1' in freeze.splitlines()

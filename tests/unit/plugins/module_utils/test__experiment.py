@@ -7,9 +7,11 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
+    decide,
     merge,
     plan,
     refusal_message,
+    role_options,
 )
 
 FUSION = {
@@ -33,7 +35,7 @@ def test_the_seed_topology_refuses_the_fusion_experiment_with_reasons():
     message = refusal_message(planned, 'gpu-node')
     assert 'ruled out by the GPU topology of gpu-node' in message
     assert 'P2P is missing between GPU pairs' in message
-    assert '-e force=true' in message
+    assert '-e serving_experiment_force=true' in message
 
 
 def test_force_runs_a_ruled_out_experiment_and_says_so():
@@ -88,3 +90,79 @@ def test_a_misspelt_overlay_variable_is_named_with_the_closest_one():
     with pytest.raises(ExperimentError, match='x.vars.sglang_sm120_allreduce_fusion_pacth is not a variable of the '
                                               'roles; did you mean sglang_sm120_allreduce_fusion_patch'):
         plan(typo, 'x', NVLINK, known_variables=known)
+
+
+SEED_BASELINE = {'output_throughput': 1867.0, 'gpu': {'mean_power_w': 250.0}}
+SEED_FUSION = {'output_throughput': 236.0, 'completed': 64, 'gpu': {'mean_power_w': 125.0}}
+
+
+def test_decide_rolls_back_the_seed_regression_naming_both_numbers():
+    decision = decide(SEED_BASELINE, SEED_FUSION, 0.1, healthy=True)
+    assert decision['action'] == 'rollback'
+    assert decision['reason'] == 'regression'
+    assert decision['change_pct'] == pytest.approx(-87.4)
+    assert '1,867.0 tok/s' in decision['message'] and '236.0 tok/s' in decision['message']
+    assert '250 W -> 125 W' in decision['message']
+
+
+@pytest.mark.parametrize('candidate, max_regression, action', [
+    (1700.0, 0.10, 'keep'),       # -8.9%: inside a 10% tolerance
+    (1670.0, 0.10, 'rollback'),   # -10.6%
+    (1670.0, 0.20, 'keep'),
+    (1960.0, 0.0, 'keep'),        # a gain is always kept
+    (1866.0, 0.0, 'rollback'),
+])
+def test_decide_applies_the_tolerance(candidate, max_regression, action):
+    assert decide(SEED_BASELINE, {'output_throughput': candidate}, max_regression, True)['action'] == action
+
+
+def test_decide_rolls_back_an_unhealthy_server_without_numbers():
+    decision = decide(SEED_BASELINE, None, 0.1, healthy=False)
+    assert decision['action'] == 'rollback' and decision['reason'] == 'unhealthy'
+    assert '1,867.0 tok/s' in decision['message'] and 'experiment n/a' in decision['message']
+
+
+@pytest.mark.parametrize('baseline, max_regression, message', [
+    ({'output_throughput': 0}, 0.1, 'baseline'),
+    ({}, 0.1, 'baseline'),
+    (SEED_BASELINE, 10, 'fraction'),
+    (SEED_BASELINE, -0.1, 'fraction'),
+])
+def test_decide_refuses_input_it_cannot_compare(baseline, max_regression, message):
+    with pytest.raises(ExperimentError, match=message):
+        decide(baseline, SEED_FUSION, max_regression, True)
+
+
+def test_a_failed_converge_names_its_cause_first():
+    cause = ('SM120 allreduce-fusion patch, state present: flashinfer/jit/comm.py was edited by hand '
+             '(line 12 differs from both the pristine and the patched file)')
+    decision = decide(SEED_BASELINE, None, 0.1, healthy=False, error=cause)
+    assert decision['action'] == 'rollback' and decision['reason'] == 'failed'
+    assert decision['message'].startswith(cause)
+    assert 'did not become healthy' not in decision['message']
+
+
+SPECS = [{'argument_specs': {'main': {'options': {
+    'sglang_server_extra_args': {'type': 'dict', 'default': {}},
+    'sglang_sm120_allreduce_fusion_patch': {'type': 'bool', 'default': False},
+    'sglang_pristine_dir': {'type': 'path', 'default': '{{ sglang_state_dir }}/pristine'},
+}}}}]
+
+
+def test_the_plan_records_what_a_rollback_sets_back():
+    options = role_options(SPECS)
+    current = {'sglang_server_extra_args': {'max-running-requests': 512}}
+    planned = plan(FUSION, 'sm120_allreduce_fusion', NVLINK, current=current,
+                   known_variables=list(options), defaults=options)
+    assert planned['overlay']['sglang_server_extra_args'] == {
+        'max-running-requests': 512, 'enable-flashinfer-allreduce-fusion': True}
+    # The inventory's value where it sets one, the documented default otherwise.
+    assert planned['restore'] == {'sglang_server_extra_args': {'max-running-requests': 512},
+                                  'sglang_sm120_allreduce_fusion_patch': False}
+
+
+def test_an_overlay_of_a_derived_default_must_be_set_in_the_inventory_first():
+    options = role_options(SPECS)
+    experiments = {'move_pristine': {'vars': {'sglang_pristine_dir': '/srv/pristine'}}}
+    with pytest.raises(ExperimentError, match='set sglang_pristine_dir in the inventory first'):
+        plan(experiments, 'move_pristine', {}, current={}, known_variables=list(options), defaults=options)

@@ -131,3 +131,21 @@ def test_redact_masks_secrets_only():
                     'HF_TOKEN_UNSET': ''})
     assert shown == {'SGLANG_API_KEY': REDACTED, 'HF_TOKEN': REDACTED, 'api-key': REDACTED,
                      'NCCL_P2P_LEVEL': '5', 'HF_TOKEN_UNSET': ''}
+
+
+def test_the_report_card_shows_the_running_configuration_else_the_last_baseline():
+    from ansible_collections.inferops.serving.plugins.module_utils._report import report_view
+    records = [
+        {'event': 'deploy', 'fingerprint': 'a', 'experiment': None},
+        {'event': 'benchmark', 'fingerprint': 'a', 'experiment': None, 'metrics': {'output_throughput': 1867.0}},
+        {'event': 'deploy', 'fingerprint': 'b', 'experiment': 'fused'},
+        {'event': 'benchmark', 'fingerprint': 'b', 'experiment': 'fused', 'metrics': {'output_throughput': 236.0}},
+        {'event': 'deploy', 'fingerprint': 'c', 'experiment': None, 'server': {'model': 'glm-5'}},
+    ]
+    view = report_view(records, {'deploy': records[-1]})
+    assert not view['bench_is_current'] and view['metrics']['output_throughput'] == 1867.0
+    assert view['server'] == {'model': 'glm-5'} and view['running_experiment'] is None
+    view = report_view(records[:4], {'deploy': records[2]})
+    assert view['bench_is_current'] and view['metrics']['output_throughput'] == 236.0
+    assert view['running_experiment'] == 'fused'
+    assert report_view([], {})['last_bench'] is None

@@ -15,7 +15,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     ServingBenchmarkError,
     bench_serving_argv,
     build_prompt,
-    decide,
     measure_stream,
     parse_bench_serving_jsonl,
     parse_gpu_sample,
@@ -200,47 +199,6 @@ def test_bench_serving_command_uses_random_ids_and_the_chat_backend():
     assert '--backend sglang-oai-chat' in joined
     assert '--max-concurrency 64' in joined
     assert '--output-file /tmp/x/bench.jsonl' in joined
-
-
-SEED_BASELINE = {'output_throughput': 1867.0, 'gpu': {'mean_power_w': 250.0}}
-SEED_FUSION = {'output_throughput': 236.0, 'completed': 64, 'gpu': {'mean_power_w': 125.0}}
-
-
-def test_decide_rolls_back_the_seed_regression_naming_both_numbers():
-    decision = decide(SEED_BASELINE, SEED_FUSION, 0.1, healthy=True)
-    assert decision['action'] == 'rollback'
-    assert decision['reason'] == 'regression'
-    assert decision['change_pct'] == pytest.approx(-87.4)
-    assert '1,867.0 tok/s' in decision['message'] and '236.0 tok/s' in decision['message']
-    assert '250 W -> 125 W' in decision['message']
-
-
-@pytest.mark.parametrize('candidate, max_regression, action', [
-    (1700.0, 0.10, 'keep'),       # -8.9%: inside a 10% tolerance
-    (1670.0, 0.10, 'rollback'),   # -10.6%
-    (1670.0, 0.20, 'keep'),
-    (1960.0, 0.0, 'keep'),        # a gain is always kept
-    (1866.0, 0.0, 'rollback'),
-])
-def test_decide_applies_the_tolerance(candidate, max_regression, action):
-    assert decide(SEED_BASELINE, {'output_throughput': candidate}, max_regression, True)['action'] == action
-
-
-def test_decide_rolls_back_an_unhealthy_server_without_numbers():
-    decision = decide(SEED_BASELINE, None, 0.1, healthy=False)
-    assert decision['action'] == 'rollback' and decision['reason'] == 'unhealthy'
-    assert '1,867.0 tok/s' in decision['message'] and 'experiment n/a' in decision['message']
-
-
-@pytest.mark.parametrize('baseline, max_regression, message', [
-    ({'output_throughput': 0}, 0.1, 'baseline'),
-    ({}, 0.1, 'baseline'),
-    (SEED_BASELINE, 10, 'fraction'),
-    (SEED_BASELINE, -0.1, 'fraction'),
-])
-def test_decide_refuses_input_it_cannot_compare(baseline, max_regression, message):
-    with pytest.raises(ServingBenchmarkError, match=message):
-        decide(baseline, SEED_FUSION, max_regression, True)
 
 
 class _StubChatServer(BaseHTTPRequestHandler):

@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.serving.plugins.module_utils._deployment import (
+    DeploymentError,
+    fingerprint,
+    patch_state,
+    tensor_parallel_size,
+)
+
+
+def deployment_fingerprint(stack, server):
+    try:
+        return fingerprint(stack, server)
+    except DeploymentError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def tp_size(args, extra_args=None):
+    try:
+        return tensor_parallel_size(args, extra_args)
+    except DeploymentError as exc:
+        raise AnsibleFilterError('sglang_server_args / sglang_server_extra_args: %s' % exc)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'deployment_fingerprint': deployment_fingerprint,
+            'tp_size': tp_size,
+            'patch_state_on_disk': patch_state,
+        }

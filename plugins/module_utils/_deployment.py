@@ -1,0 +1,90 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a deployment runs with, as the roles publish it, reduced to one fingerprint.
+
+Two deployments with the same fingerprint run the same code with the same configuration:
+every pinned version, the patch state proven on disk, the model (path and revision), the
+server module and arguments, and the unit and environment file as written. The history keeps
+one deploy record per fingerprint, and a baseline benchmark counts only for its fingerprint.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import hashlib
+import json
+
+# Names SGLang accepts for the tensor-parallel size (argparse also takes the prefix `tp`).
+TP_FLAGS = ('tp', 'tp-size', 'tensor-parallel-size')
+
+
+class DeploymentError(Exception):
+    """A published fact that lacks what the fingerprint needs."""
+
+
+def _flag(key):
+    return ('%s' % key).lstrip('-').replace('_', '-')
+
+
+def tensor_parallel_size(*layers):
+    """The tensor-parallel size the server arguments ask for, later layers winning; None if unset.
+
+    Each layer is a mapping flag -> value as in sglang_server_args; ``false`` or ``null`` in a
+    later layer removes the flag, as the server role does.
+    """
+    size = None
+    for layer in layers:
+        for key in (layer or {}):
+            if _flag(key) not in TP_FLAGS:
+                continue
+            value = layer[key]
+            if value is None or value is False:
+                size = None
+            elif isinstance(value, bool):
+                raise DeploymentError('--%s needs a number, got true' % _flag(key))
+            else:
+                try:
+                    size = int('%s' % value)
+                except ValueError:
+                    raise DeploymentError('--%s needs a whole number, got %r' % (_flag(key), value))
+    return size
+
+
+def fingerprint_inputs(stack, server):
+    """The parts of the two published facts that make a deployment what it is."""
+    stack = stack or {}
+    server = server or {}
+    missing = [key for key in ('versions', 'patches') if key not in stack]
+    missing += ['server.%s' % key for key in ('unit_checksum', 'env_checksum', 'model_path') if key not in server]
+    if missing:
+        raise DeploymentError('cannot fingerprint the deployment: the published facts lack %s' % ', '.join(missing))
+    return {
+        'versions': dict(stack['versions']),
+        'packages': sorted(stack.get('packages') or []),
+        'patches': dict((name, (state or {}).get('files', state)) for name, state in stack['patches'].items()),
+        'model': {'path': server['model_path'], 'revision': server.get('revision')},
+        'module': server.get('module'),
+        'args': server.get('args') or {},
+        'unit': server['unit_checksum'],
+        'env_file': server['env_checksum'],
+    }
+
+
+def fingerprint(stack, server):
+    """sha256 over the canonical JSON of ``fingerprint_inputs``."""
+    text = json.dumps(fingerprint_inputs(stack, server), sort_keys=True, separators=(',', ':'), default=str)
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+
+
+def patch_state(result):
+    """Each patched file's state after an anchored_patch run, path -> pristine|patched|drifted|missing.
+
+    ``result`` is the module's result; a skipped run (check mode before the first install)
+    proves nothing and gives an empty mapping.
+    """
+    after = {}
+    for entry in (result or {}).get('files') or []:
+        action = entry.get('action')
+        after[entry['path']] = {'patch': 'patched', 'restore': 'pristine'}.get(action, entry.get('status'))
+    return after
