@@ -18,7 +18,7 @@ The no-op redeploy runs with ansible.posix.profile_tasks: the log lists where it
 Each run starts a new lab node (container `bench-gpu-node`, or BENCH_NODE) and removes it at the
 end, so the table is rerunnable. Needs the lab image (`make lab-image`; LAB_IMAGE picks it).
 
-Usage: deploy_bench.py [--keep-node] [--json FILE]
+Usage: deploy_bench.py [--keep-node] [--json FILE] [--skip-extras]
 """
 
 import argparse
@@ -174,6 +174,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--keep-node", action="store_true", help="leave the lab node running afterwards")
     parser.add_argument("--json", dest="json_file", help="also write the table as JSON here")
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="leave out the revert and topology scripts (their own rows)")
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="inferops-bench-")
@@ -237,7 +239,8 @@ def main(argv):
     finally:
         if not args.keep_node:
             lab_node("absent", log)
-    rows.extend(optional_rows(workdir, log))
+    if not args.skip_extras:
+        rows.extend(optional_rows(workdir, log))
 
     width = [max(len(str(r[i])) for r in rows + [["measurement", "value", "note"]]) for i in range(3)]
     line = "| %s | %s | %s |"
