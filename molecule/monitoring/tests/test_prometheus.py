@@ -2,6 +2,7 @@
 """The monitoring node: Debian's Prometheus and Alertmanager, loopback only, with the inventory's targets."""
 
 import json
+import os
 
 import pytest
 
@@ -98,3 +99,20 @@ def test_sglang_and_gpu_series_arrive_under_their_real_names(host):
 
 def test_no_secret_in_the_monitoring_configuration(host):
     assert host.run("grep -r %s /etc/prometheus /etc/default/prometheus*" % LAB_API_KEY).rc == 1
+
+
+def test_every_dashboard_query_runs_on_this_prometheus(host):
+    dashboard_path = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "roles", "monitoring", "files",
+                                  "grafana", "inferops-serving.json")
+    with open(dashboard_path) as handle:
+        dashboard = json.load(handle)
+    empty = []
+    for panel in dashboard["panels"]:
+        for target in panel.get("targets", []):
+            query = target["expr"].replace("$__rate_interval", "1m").replace("$node", ".*")
+            answer = api(host, "/query", query)
+            assert answer["status"] == "success", (panel["title"], query, answer)
+            # No router and no Xid in this lab: those panels stay empty; every other one has data.
+            if not answer["data"]["result"] and "smg_" not in query and "xid" not in query:
+                empty.append((panel["title"], query))
+    assert not empty

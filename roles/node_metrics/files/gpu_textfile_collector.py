@@ -24,7 +24,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
-from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile import (  # noqa: E402
+from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile import (  # noqa: E402  pylint: disable=wrong-import-position
     QUERY_FIELDS,
     GpuTextfileError,
     count_xids,
