@@ -202,10 +202,10 @@ class Metrics:
                 cumulative = 0
                 for bound, count in zip(bounds, histogram["buckets"]):
                     cumulative += count
-                    lines.append("%s_bucket%s %s" % (name, self._labels((("le", _number(bound)),) + self.tokenizer_labels),
-                                                      _number(cumulative)))
-                lines.append("%s_bucket%s %s" % (name, self._labels((("le", "+Inf"),) + self.tokenizer_labels),
-                                                  _number(histogram["count"])))
+                    labels = self._labels((("le", _number(bound)),) + self.tokenizer_labels)
+                    lines.append("%s_bucket%s %s" % (name, labels, _number(cumulative)))
+                labels = self._labels((("le", "+Inf"),) + self.tokenizer_labels)
+                lines.append("%s_bucket%s %s" % (name, labels, _number(histogram["count"])))
                 lines.append("%s_count%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["count"])))
                 lines.append("%s_sum%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["sum"])))
         return "\n".join(lines) + "\n"
