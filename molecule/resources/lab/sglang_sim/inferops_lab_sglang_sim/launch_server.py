@@ -20,6 +20,9 @@ BASELINE_LOAD = {"power_w": 250, "util_pct": 35}
 FUSION_WITHOUT_P2P_LOAD = {"power_w": 125, "util_pct": 15}
 LOAD_FILE = "/run/inferops-lab/gpu-load.json"
 TOKENS_PER_CHUNK = 4
+# KV-cache size the simulated scheduler reports (sglang:max_total_num_tokens); token_usage is
+# the share of it held by the requests in flight.
+SIM_MAX_TOTAL_NUM_TOKENS = 1048576
 WORDS = ("the", "lab", "node", "streams", "simulated", "tokens", "at", "a", "measured", "rate")
 
 
@@ -43,6 +46,8 @@ def parse_args(argv):
     parser.add_argument("--tensor-parallel-size", "--tp-size", type=int, default=1)
     parser.add_argument("--api-key")
     parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true")
+    parser.add_argument("--enable-metrics", action="store_true")
+    parser.add_argument("--max-running-requests", type=int)
     args, ignored = parser.parse_known_args(argv)
     return args, ignored
 
@@ -66,6 +71,160 @@ def topology_has_p2p():
     if not cells:
         return None
     return all(cell == "OK" for cell in cells)
+
+
+# SGLang 0.5.9's metric names, types, help texts and default buckets, as its
+# sglang/srt/metrics/collector.py declares them (TokenizerMetricsCollector, SchedulerMetricsCollector).
+TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
+E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
+ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
+               0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000)
+COUNTERS = (
+    ("sglang:prompt_tokens_total", "Number of prefill tokens processed."),
+    ("sglang:generation_tokens_total", "Number of generation tokens processed."),
+    ("sglang:num_requests_total", "Number of requests processed."),
+    ("sglang:num_aborted_requests_total", "Number of requests aborted."),
+)
+HISTOGRAMS = (
+    ("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS),
+    ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS),
+    ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS),
+)
+GAUGES = (
+    ("sglang:num_running_reqs", "The number of running requests."),
+    ("sglang:num_used_tokens", "The number of used tokens."),
+    ("sglang:token_usage", "The token usage."),
+    ("sglang:gen_throughput", "The generation throughput (token/s)."),
+    ("sglang:num_queue_reqs", "The number of requests in the waiting queue."),
+    ("sglang:cache_hit_rate", "The prefix cache hit rate."),
+    ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool."),
+)
+THROUGHPUT_WINDOW_S = 5.0
+
+
+def _number(value):
+    return repr(float(value))
+
+
+class Metrics:
+    """What SGLang's /metrics reports with --enable-metrics, kept as the simulated server serves.
+
+    Counters and histograms grow as requests finish (tokenizer-side labels: model_name);
+    gauges describe the scheduler now (labels: model_name, engine_type, tp_rank, pp_rank,
+    moe_ep_rank), like the prometheus_client multiprocess output of the real server.
+    """
+
+    def __init__(self, served, max_running):
+        self.lock = threading.Lock()
+        self.tokenizer_labels = (("model_name", served),)
+        self.scheduler_labels = (("model_name", served), ("engine_type", "unified"), ("tp_rank", "0"),
+                                 ("pp_rank", "0"), ("moe_ep_rank", "0"))
+        self.max_running = max_running
+        self.counters = dict((name, 0) for name, _help in COUNTERS)
+        self.histograms = dict((name, {"buckets": [0] * len(bounds), "count": 0, "sum": 0.0})
+                               for name, _help, bounds in HISTOGRAMS)
+        self.bounds = dict((name, bounds) for name, _help, bounds in HISTOGRAMS)
+        self.requests = {}
+        self.generated = []
+
+    def _observe(self, name, value, times=1, total=None):
+        histogram = self.histograms[name]
+        for i, bound in enumerate(self.bounds[name]):
+            if value <= bound:
+                histogram["buckets"][i] += times
+                break
+        histogram["count"] += times
+        histogram["sum"] += value * times if total is None else total
+
+    def start(self, ident, prompt_tokens):
+        with self.lock:
+            self.requests[ident] = {"prompt": prompt_tokens, "generated": 0, "started": time.monotonic(),
+                                    "last": None}
+
+    def tokens(self, ident, count):
+        now = time.monotonic()
+        with self.lock:
+            request = self.requests[ident]
+            if request["last"] is None:
+                self._observe("sglang:time_to_first_token_seconds", now - request["started"])
+            else:
+                interval = now - request["last"]
+                self._observe("sglang:inter_token_latency_seconds", interval / count, times=count, total=interval)
+            request["last"] = now
+            request["generated"] += count
+            self.generated.append((now, count))
+
+    def finish(self, ident, aborted=False):
+        with self.lock:
+            request = self.requests.pop(ident)
+            if aborted:
+                self.counters["sglang:num_aborted_requests_total"] += 1
+                return
+            self.counters["sglang:prompt_tokens_total"] += request["prompt"]
+            self.counters["sglang:generation_tokens_total"] += request["generated"]
+            self.counters["sglang:num_requests_total"] += 1
+            self._observe("sglang:e2e_request_latency_seconds", time.monotonic() - request["started"])
+
+    def _gauges(self):
+        now = time.monotonic()
+        self.generated = [(at, count) for at, count in self.generated if now - at <= THROUGHPUT_WINDOW_S]
+        in_flight = len(self.requests)
+        running = in_flight if self.max_running is None else min(in_flight, self.max_running)
+        used = sum(r["prompt"] + r["generated"] for r in self.requests.values())
+        return {
+            "sglang:num_running_reqs": running,
+            "sglang:num_used_tokens": used,
+            "sglang:token_usage": round(used / float(SIM_MAX_TOTAL_NUM_TOKENS), 4),
+            "sglang:gen_throughput": sum(count for _at, count in self.generated) / THROUGHPUT_WINDOW_S,
+            "sglang:num_queue_reqs": in_flight - running,
+            "sglang:cache_hit_rate": 0.0,
+            "sglang:max_total_num_tokens": SIM_MAX_TOTAL_NUM_TOKENS,
+        }
+
+    @staticmethod
+    def _labels(pairs):
+        return "{" + ",".join('%s="%s"' % (key, value.replace("\\", "\\\\").replace('"', '\\"'))
+                              for key, value in pairs) + "}"
+
+    def exposition(self):
+        lines = []
+        with self.lock:
+            gauges = self._gauges()
+            for name, help_text in GAUGES:
+                lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name,
+                          "%s%s %s" % (name, self._labels(self.scheduler_labels), _number(gauges[name]))]
+            for name, help_text in COUNTERS:
+                lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s counter" % name,
+                          "%s%s %s" % (name, self._labels(self.tokenizer_labels), _number(self.counters[name]))]
+            for name, help_text, bounds in HISTOGRAMS:
+                histogram = self.histograms[name]
+                lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s histogram" % name]
+                cumulative = 0
+                for bound, count in zip(bounds, histogram["buckets"]):
+                    cumulative += count
+                    labels = self._labels((("le", _number(bound)),) + self.tokenizer_labels)
+                    lines.append("%s_bucket%s %s" % (name, labels, _number(cumulative)))
+                labels = self._labels((("le", "+Inf"),) + self.tokenizer_labels)
+                lines.append("%s_bucket%s %s" % (name, labels, _number(histogram["count"])))
+                lines.append("%s_count%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["count"])))
+                lines.append("%s_sum%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["sum"])))
+        return "\n".join(lines) + "\n"
+
+
+class _NoMetrics:
+    """Without --enable-metrics the server keeps no metrics (and /metrics answers 404)."""
+
+    def start(self, ident, prompt_tokens):
+        pass
+
+    def tokens(self, ident, count):
+        pass
+
+    def finish(self, ident, aborted=False):
+        pass
+
+
+NO_METRICS = _NoMetrics()
 
 
 class TokenBudget:
@@ -152,6 +311,16 @@ def make_handler(state):
                 else:
                     self._send_json(503, {"error": "server is loading"})
                 return
+            # SGLang 0.5.9 serves /metrics only with --enable-metrics, and never behind the API key
+            # (sglang/srt/utils/auth.py lets /health* and /metrics* through).
+            if self.path.split("?")[0].rstrip("/") == "/metrics" and state["metrics"] is not None:
+                data = state["metrics"].exposition().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if not self._authorized():
                 return
             if self.path == "/v1/models":
@@ -191,11 +360,16 @@ def make_handler(state):
             usage["total_tokens"] = usage["prompt_tokens"] + max_tokens
             budget = state["budget"]
             budget.enter()
+            metrics = state["metrics"] or NO_METRICS
+            ident = uuid.uuid4().hex
+            metrics.start(ident, usage["prompt_tokens"])
+            aborted = True
             try:
                 if request.get("stream"):
-                    self._stream(request, max_tokens, usage, budget)
+                    self._stream(request, max_tokens, usage, budget, lambda count: metrics.tokens(ident, count))
                 else:
                     budget.take(max_tokens)
+                    metrics.tokens(ident, max_tokens)
                     text = " ".join(WORDS[i % len(WORDS)] for i in range(max_tokens))
                     self._send_json(200, {
                         "id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion",
@@ -203,12 +377,14 @@ def make_handler(state):
                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                                      "finish_reason": "length"}],
                         "usage": usage})
+                aborted = False
             except (BrokenPipeError, ConnectionResetError):
                 pass
             finally:
+                metrics.finish(ident, aborted=aborted)
                 budget.leave()
 
-        def _stream(self, request, max_tokens, usage, budget):
+        def _stream(self, request, max_tokens, usage, budget, on_tokens):
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
@@ -226,6 +402,7 @@ def make_handler(state):
             while sent < max_tokens:
                 tokens = min(TOKENS_PER_CHUNK, max_tokens - sent)
                 budget.take(tokens)
+                on_tokens(tokens)
                 text = "".join(WORDS[(sent + i) % len(WORDS)] + " " for i in range(tokens))
                 sent += tokens
                 event({"id": ident, "object": "chat.completion.chunk", "created": created,
@@ -255,13 +432,14 @@ def main(argv=None):
         "api_key": args.api_key,
         "ready": threading.Event(),
         "budget": TokenBudget(rate, load),
+        "metrics": Metrics(served, args.max_running_requests) if args.enable_metrics else None,
         "info": {"model_path": args.model_path, "served_model_name": served, "tp_size": args.tensor_parallel_size,
                  "enable_flashinfer_allreduce_fusion": fusion, "p2p": p2p, "ignored_flags": len(ignored)},
     }
     log("SIMULATED server (no GPU, no model): model=%s served as %s, tp=%d, allreduce fusion=%s, P2P=%s, "
-        "%.0f tok/s, auth=%s, %d other flags accepted"
+        "%.0f tok/s, auth=%s, metrics=%s, %d other flags accepted"
         % (args.model_path, served, args.tensor_parallel_size, fusion, p2p, rate,
-           "on" if args.api_key else "off", len(ignored)))
+           "on" if args.api_key else "off", "on" if args.enable_metrics else "off", len(ignored)))
     server = Server((args.host, args.port), make_handler(state))
 
     def load_model():

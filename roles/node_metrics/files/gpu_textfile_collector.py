@@ -1,0 +1,120 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Write GPU and serving metrics for the node exporter's textfile collector; run by a systemd timer.
+
+  python3 gpu_textfile_collector.py --output DIR/inferops_gpu.prom [--nvidia-smi PATH]
+      [--kernel-log-command 'journalctl -k -b -o cat --no-pager'] [--history PATH]
+      [--health-url URL] [--timeout S]
+
+Reads nvidia-smi, the kernel log (NVIDIA Xid lines), the node's history and the server's
+/health; the parsing lives in the collection's module_utils/_gpu_textfile.py, installed
+beside this file. The output file is replaced atomically, so the node exporter never
+reads half of it. Each source that fails leaves its series out (or reports 0 for
+nvidia-smi and /health) instead of failing the whole file.
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile import (  # noqa: E402  pylint: disable=wrong-import-position
+    QUERY_FIELDS,
+    GpuTextfileError,
+    count_xids,
+    last_baseline,
+    parse_gpu_query,
+    render,
+)
+
+C_LOCALE = dict(os.environ, LC_ALL="C", LANG="C")
+
+
+def _run(argv, timeout):
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=C_LOCALE, check=False)
+
+
+def read_gpus(nvidia_smi, timeout):
+    argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
+    try:
+        result = _run(argv, timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, "cannot run %s: %s" % (nvidia_smi, exc)
+    if result.returncode != 0:
+        # nvidia-smi prints its complaints on stdout.
+        return None, "%s exited %d: %s" % (nvidia_smi, result.returncode, (result.stdout + result.stderr).strip()[:300])
+    try:
+        return parse_gpu_query(result.stdout), None
+    except GpuTextfileError as exc:
+        return None, str(exc)
+
+
+def read_kernel_log(command, timeout):
+    try:
+        result = _run(shlex.split(command), timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        print("gpu_textfile_collector: cannot read the kernel log: %s" % exc, file=sys.stderr)
+        return ""
+    return result.stdout
+
+
+def read_history(path):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def probe_health(url, timeout):
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def write_atomically(path, text):
+    directory = os.path.dirname(path) or "."
+    handle, tmp = tempfile.mkstemp(prefix=".inferops_gpu.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", required=True)
+    parser.add_argument("--nvidia-smi", default="")
+    parser.add_argument("--kernel-log-command", default="")
+    parser.add_argument("--history", default="")
+    parser.add_argument("--health-url", default="")
+    parser.add_argument("--timeout", type=float, default=20.0)
+    args = parser.parse_args(argv)
+
+    gpus = gpu_error = None
+    if args.nvidia_smi:
+        gpus, gpu_error = read_gpus(args.nvidia_smi, args.timeout)
+        if gpu_error:
+            print("gpu_textfile_collector: %s" % gpu_error, file=sys.stderr)
+    xids = count_xids(read_kernel_log(args.kernel_log_command, args.timeout)) if args.kernel_log_command else None
+    baseline = last_baseline(read_history(args.history)) if args.history else None
+    health = probe_health(args.health_url, args.timeout) if args.health_url else None
+    write_atomically(args.output, render(gpus=gpus, gpu_error=gpu_error, xids=xids, health_up=health,
+                                         baseline=baseline, now=round(time.time(), 3)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

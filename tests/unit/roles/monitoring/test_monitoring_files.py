@@ -1,0 +1,118 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The monitoring role's shipped files: the Grafana dashboard, the alert rules, the documented variables."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import jinja2
+import pytest
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROLE = os.path.join(REPO, 'roles', 'monitoring')
+DASHBOARD = os.path.join(ROLE, 'files', 'grafana', 'inferops-serving.json')
+RULES = os.path.join(ROLE, 'templates', 'inferops-serving.rules.yml.j2')
+PROMTOOL_TESTS = os.path.join(REPO, 'tests', 'promtool', 'inferops-serving.rules.test.yml')
+
+# An SGLang metric written with one spelling only (sglang:x or sglang_x), which breaks on the
+# other release; `inferops_sglang_*` is the collection's own and not meant.
+ONE_SPELLING = re.compile(r'(?<![\w\[])(?<!~")sglang[:_][a-z0-9_]+')
+BOTH_SPELLINGS = re.compile(r'__name__=~"sglang\[:_\][a-z0-9_]+"')
+
+
+def load_yaml(*parts):
+    with open(os.path.join(REPO, *parts)) as handle:
+        return yaml.safe_load(handle)
+
+
+def render_rules(overrides=None):
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
+    env.filters['comment'] = lambda text: '# ' + text
+    variables = dict(load_yaml('roles', 'monitoring', 'defaults', 'main.yml'), ansible_managed='Ansible managed')
+    variables.update(overrides or {})
+    with open(RULES) as handle:
+        return env.from_string(handle.read()).render(**variables)
+
+
+def dashboard_queries():
+    with open(DASHBOARD) as handle:
+        dashboard = json.load(handle)
+    for panel in dashboard['panels']:
+        for target in panel.get('targets', []):
+            yield panel['title'], target['expr']
+
+
+def test_every_dashboard_query_works_with_both_sglang_spellings():
+    queries = list(dashboard_queries())
+    assert len(queries) >= 20
+    sglang = [(title, expr) for title, expr in queries if 'sglang' in expr.replace('inferops_sglang_', '')]
+    assert len(sglang) >= 10
+    for title, expr in sglang:
+        if 'smg_' in expr or 'job="sglang"' in expr:
+            continue
+        assert BOTH_SPELLINGS.search(expr), '%s: %s names no SGLang metric through the regex' % (title, expr)
+        assert not ONE_SPELLING.search(expr), '%s: %s spells an SGLang metric one way only' % (title, expr)
+
+
+def test_the_dashboard_shows_what_the_operator_watches():
+    with open(DASHBOARD) as handle:
+        dashboard = json.load(handle)
+    exprs = ' '.join(expr for _title, expr in dashboard_queries())
+    for metric in ('generation_tokens_total', 'time_to_first_token_seconds_bucket', 'inter_token_latency_seconds_bucket',
+                   'e2e_request_latency_seconds_bucket', 'num_queue_reqs', 'token_usage',
+                   'inferops_gpu_power_draw_watts', 'inferops_gpu_power_limit_watts', 'inferops_gpu_utilization_ratio',
+                   'inferops_sglang_baseline_output_throughput_tokens_per_second', 'smg_worker_health'):
+        assert metric in exprs, metric
+    ids = [panel['id'] for panel in dashboard['panels']]
+    assert len(ids) == len(set(ids))
+    assert dashboard['uid'] == 'inferops-serving'
+    assert [v['name'] for v in dashboard['templating']['list']] == ['datasource', 'node']
+
+
+def test_the_rules_render_and_match_both_sglang_spellings():
+    rules = yaml.safe_load(render_rules())['groups'][0]['rules']
+    names = [rule['alert'] for rule in rules]
+    for alert in ('SGLangServerDown', 'SGLangServerUnhealthy', 'GPUXidError', 'GPUPowerLowUnderLoad',
+                  'SGLangThroughputBelowBaseline', 'SGLangRouterNoHealthyWorker'):
+        assert alert in names
+    for rule in rules:
+        assert rule['labels']['severity'] in ('critical', 'warning')
+        assert rule['annotations']['summary']
+        assert not ONE_SPELLING.search(rule['expr']), rule['expr']
+
+
+def test_thresholds_and_durations_come_from_the_variables():
+    rules = yaml.safe_load(render_rules({'monitoring_alert_gpu_power_share': 0.35, 'monitoring_alert_gpu_power_for': '7m'}))
+    power = [rule for rule in yaml.safe_load(render_rules())['groups'][0]['rules'] if rule['alert'] == 'GPUPowerLowUnderLoad'][0]
+    changed = [rule for rule in rules['groups'][0]['rules'] if rule['alert'] == 'GPUPowerLowUnderLoad'][0]
+    assert ') < 0.5' in power['expr'] and power['for'] == '15m'
+    assert ') < 0.35' in changed['expr'] and changed['for'] == '7m'
+
+
+@pytest.mark.parametrize('role', ['monitoring', 'node_metrics'])
+def test_every_default_is_documented_with_its_default(role):
+    defaults = load_yaml('roles', role, 'defaults', 'main.yml')
+    options = load_yaml('roles', role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+    assert sorted(defaults) == sorted(options)
+    for name, spec in options.items():
+        assert 'default' in spec, name
+        assert name.startswith(role + '_'), name
+        if not isinstance(defaults[name], str) or '{{' not in defaults[name]:
+            assert spec['default'] == defaults[name], name
+
+
+# promtool ships in Debian's prometheus package; the monitoring scenario always runs these tests
+# on its Prometheus node. Here they run when this machine has promtool too.
+@pytest.mark.skipif(shutil.which('promtool') is None, reason='promtool not installed here (molecule/monitoring runs it)')
+def test_promtool_passes_the_rule_tests(tmp_path):
+    (tmp_path / 'inferops-serving.rules.yml').write_text(render_rules())
+    shutil.copy(PROMTOOL_TESTS, str(tmp_path))
+    result = subprocess.run(['promtool', 'test', 'rules', 'inferops-serving.rules.test.yml'], cwd=str(tmp_path),
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

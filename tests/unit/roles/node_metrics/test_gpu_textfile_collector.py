@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The collector the node_metrics role installs, run as its systemd unit runs it."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+COLLECTOR = os.path.join(REPO, 'roles', 'node_metrics', 'files', 'gpu_textfile_collector.py')
+LAB_NVIDIA_SMI = os.path.join(REPO, 'molecule', 'resources', 'lab', 'sim', 'nvidia-smi')
+
+KERNEL_LOG = "[ 1843.101203] NVRM: Xid (PCI:0000:03:00): 79, GPU has fallen off the bus.\n"
+HISTORY = json.dumps({'ts': '2026-02-19T13:53:43Z', 'epoch': 1771509223.0, 'event': 'benchmark', 'node': 'gpu-node',
+                      'experiment': None, 'metrics': {'output_throughput': 1867.4, 'concurrency': 64}}) + '\n'
+
+
+@pytest.fixture()
+def health_server():
+    status = {'code': 200}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(status['code'] if self.path == '/health' else 404)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = HTTPServer(('127.0.0.1', 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield 'http://127.0.0.1:%d/health' % server.server_address[1], status
+    server.shutdown()
+
+
+def run(tmp_path, nvidia_smi, health_url, env=None):
+    (tmp_path / 'kern.log').write_text(KERNEL_LOG)
+    (tmp_path / 'history.jsonl').write_text(HISTORY)
+    (tmp_path / 'textfile').mkdir(exist_ok=True)
+    output = tmp_path / 'textfile' / 'inferops_gpu.prom'
+    argv = [sys.executable, COLLECTOR, '--output', str(output), '--nvidia-smi', nvidia_smi,
+            '--kernel-log-command', 'cat %s' % (tmp_path / 'kern.log'), '--history', str(tmp_path / 'history.jsonl'),
+            '--health-url', health_url, '--timeout', '5']
+    environment = dict(os.environ, PYTHONPATH=os.path.join(REPO, '.collections'), **(env or {}))
+    result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
+    assert result.returncode == 0, result.stderr
+    return output.read_text(), sorted(os.listdir(str(tmp_path / 'textfile'))), result.stderr
+
+
+def test_the_collector_writes_gpus_xids_health_and_baseline(tmp_path, health_server):
+    url, _status = health_server
+    load = tmp_path / 'load.json'
+    load.write_text(json.dumps({'power_w': 250, 'util_pct': 35}))
+    text, files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url, {'INFEROPS_LAB_GPU_LOAD': str(load)})
+    lines = text.splitlines()
+    assert files == ['inferops_gpu.prom']
+    assert 'inferops_gpu_query_success 1' in lines
+    assert sum(1 for line in lines if line.startswith('inferops_gpu_power_draw_watts{')) == 8
+    assert 'inferops_gpu_power_draw_watts{gpu="2",bus_id="0000:03:00.0",name="NVIDIA RTX PRO 6000 Blackwell Server Edition"} 250.0' in lines
+    assert 'inferops_gpu_xid_errors_total{gpu="2",bus_id="0000:03:00.0",xid="79"} 1' in lines
+    assert 'inferops_sglang_health_up 1' in lines
+    assert 'inferops_sglang_baseline_output_throughput_tokens_per_second 1867.4' in lines
+
+
+def test_a_failing_nvidia_smi_and_health_are_reported_as_zero(tmp_path, health_server):
+    url, status = health_server
+    status['code'] = 503
+    text, files, stderr = run(tmp_path, '/nonexistent/nvidia-smi', url)
+    lines = text.splitlines()
+    assert 'inferops_gpu_query_success 0' in lines
+    assert 'inferops_sglang_health_up 0' in lines
+    assert not [line for line in lines if line.startswith('inferops_gpu_power')]
+    assert 'cannot run /nonexistent/nvidia-smi' in stderr
+    assert files == ['inferops_gpu.prom']
