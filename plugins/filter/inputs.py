@@ -5,8 +5,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.inferops.serving.plugins.module_utils._inputs import (
     missing_pins,
+    pins_to_look_up,
     role_input_errors,
     serial,
 )
@@ -20,8 +23,19 @@ def serial_errors(value, name='deploy_serial'):
     return serial(name, value)
 
 
-def missing_versions(listings, pins):
-    return missing_pins(pins, listings)
+def checked_serial(value, name='deploy_serial'):
+    problems = serial(name, value)
+    if problems:
+        raise AnsibleFilterError(problems[0] + ' Nothing was changed.')
+    return value
+
+
+def missing_versions(listings, versions):
+    return missing_pins(versions, listings)
+
+
+def packages_to_look_up(pip_list, versions, packages):
+    return pins_to_look_up(pip_list, versions, packages)
 
 
 class FilterModule(object):
@@ -30,4 +44,6 @@ class FilterModule(object):
             'input_errors': input_errors,
             'serial_errors': serial_errors,
             'missing_versions': missing_versions,
+            'checked_serial': checked_serial,
+            'packages_to_look_up': packages_to_look_up,
         }
