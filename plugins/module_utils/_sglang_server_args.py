@@ -365,6 +365,10 @@ def check_value(canonical, option, value):
         if text is None:
             errors.append('%s=%r is not a value; true/false are only for bare flags' % (canonical, item))
             continue
+        if any(c in text for c in '\r\n\0'):
+            errors.append('%s has a value with a line break or NUL, which systemd cannot pass on one ExecStart='
+                          ' line; put it on one line' % canonical)
+            continue
         try:
             converted = _convert(option['type'], text)
         except ValueError:

@@ -313,7 +313,7 @@ def _seed_with(args):
     ({'model-path': None}, '--model-path is required by SGLang and must not be empty'),
     ({'preferred-sampling-params': '{"temperature": 0.6'}, 'is not a valid JSON document'),
     ({'hybrid-kvcache-ratio': 0.5}, '--hybrid-kvcache-ratio is a bare flag and takes no value'),
-    ({'served-model-name': 'a\nb'}, 'contains a line break'),
+    ({'served-model-name': 'a\nb'}, 'has a value with a line break'),
     ({'tp-size': 12, 'nnodes': 5}, 'ranks do not split evenly over --nnodes=5'),
     ({'tp-size': 16}, '--tp-size=16 does not divide into the 8 GPUs of this node'),
     ({'tp-size': 16, 'pp-size': 2, 'nnodes': 2}, 'starts 16 ranks per node'),
