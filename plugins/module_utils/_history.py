@@ -38,7 +38,8 @@ def parse_history(text):
     """
     records = []
     skipped = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Only "\n" ends a record; str.splitlines would also split on form feeds and the like.
+    for number, line in enumerate(text.split('\n'), start=1):
         line = line.strip()
         if not line:
             continue
@@ -52,6 +53,34 @@ def parse_history(text):
             continue
         records.append(record)
     return records, skipped
+
+
+def torn_tail(data):
+    """What a crash mid-write left at the end of the history, if anything.
+
+    ``data`` is the file's bytes. Returns None when the file is empty or ends with a newline, else
+    ``(line_number, is_whole_record)`` of the unterminated last line. A whole record only lacks
+    its newline; anything else is a torn fragment. Either way the next append must first end
+    that line, or the new record would be glued to it and lost to every reader.
+    """
+    if not data or data.endswith(b'\n'):
+        return None
+    line_number = data.count(b'\n') + 1
+    tail = data[data.rfind(b'\n') + 1:]
+    try:
+        record = json.loads(tail.decode('utf-8'))
+    except ValueError:
+        return line_number, False
+    return line_number, isinstance(record, dict) and record.get('event') in EVENTS
+
+
+def torn_tail_warning(path, tail):
+    line_number, whole = tail
+    if whole:
+        return ('%s: line %d was a whole record without its newline (a write cut short); the newline was added'
+                % (path, line_number))
+    return ('%s: line %d is a torn record (a write cut short by a crash); it is kept as it is, ended with a'
+            ' newline, and skipped by readers' % (path, line_number))
 
 
 def load(path):

@@ -174,6 +174,34 @@ def _type_name(node):
     return None
 
 
+def _zero_nargs_actions(tree):
+    """Names of argparse Action classes that take no value because their ``__init__`` sets ``nargs=0``.
+
+    SGLang's ``DeprecatedAction`` does this (``def __init__(self, option_strings, dest, nargs=0, ...)``
+    passed on to ``super().__init__``): the ``add_argument`` call shows no ``nargs`` at all.
+    """
+    names = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        for item in node.body:
+            if not (isinstance(item, ast.FunctionDef) and item.name == '__init__'):
+                continue
+            arguments = item.args.args
+            defaults = item.args.defaults
+            for argument, default in zip(arguments[len(arguments) - len(defaults):], defaults):
+                if argument.arg == 'nargs' and isinstance(default, ast.Constant) and default.value == 0:
+                    names.add(node.name)
+            for call in ast.walk(item):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                        and call.func.attr == '__init__':
+                    for keyword in call.keywords:
+                        if keyword.arg == 'nargs' and isinstance(keyword.value, ast.Constant) \
+                                and keyword.value.value == 0:
+                            names.add(node.name)
+    return names
+
+
 def parse_server_args_source(source, import_resolver=None, name='server_args.py'):
     """Read the options of every ``add_argument`` call in an SGLang ``server_args.py``.
 
@@ -190,6 +218,7 @@ def parse_server_args_source(source, import_resolver=None, name='server_args.py'
     if not scopes:
         scopes = [module.tree]
 
+    zero_nargs_actions = _zero_nargs_actions(module.tree)
     options = {}
     option_strings = {}
     for scope in scopes:
@@ -207,7 +236,8 @@ def parse_server_args_source(source, import_resolver=None, name='server_args.py'
             nargs_ok, nargs = _literal(keywords['nargs']) if 'nargs' in keywords else (True, None)
             if not nargs_ok:
                 nargs = None
-            if action in _NO_VALUE_ACTIONS or nargs == 0:
+            if action in _NO_VALUE_ACTIONS or nargs == 0 or (
+                    'nargs' not in keywords and action in zero_nargs_actions):
                 takes_value = False
             else:
                 takes_value = True
@@ -238,6 +268,8 @@ def parse_server_args_source(source, import_resolver=None, name='server_args.py'
                 'type': _type_name(keywords.get('type')),
                 'choices': choices,
                 'choices_unresolved': unresolved,
+                'required': _literal(keywords['required'])[1] is True if 'required' in keywords else False,
+                'deprecated': 'deprecat' in action.lower(),
             }
             for string in strings:
                 option_strings[string] = canonical
@@ -290,7 +322,12 @@ def _convert(type_name, text):
         return int(text)
     if type_name == 'float':
         return float(text)
+    if type_name == 'json.loads':
+        json.loads(text)
     return text
+
+
+_TYPE_WORDS = {'json.loads': 'JSON document'}
 
 
 def _shown(option, value):
@@ -328,10 +365,15 @@ def check_value(canonical, option, value):
         if text is None:
             errors.append('%s=%r is not a value; true/false are only for bare flags' % (canonical, item))
             continue
+        if any(c in text for c in '\r\n\0'):
+            errors.append('%s has a value with a line break or NUL, which systemd cannot pass on one ExecStart='
+                          ' line; put it on one line' % canonical)
+            continue
         try:
             converted = _convert(option['type'], text)
         except ValueError:
-            errors.append('%s=%s is not a valid %s' % (canonical, _shown(option, text), option['type']))
+            errors.append('%s=%s is not a valid %s' % (
+                canonical, _shown(option, text), _TYPE_WORDS.get(option['type'], option['type'])))
             continue
         choices = option['choices']
         if choices is not None and converted not in choices and text not in [str(c) for c in choices]:
@@ -354,7 +396,8 @@ def canonicalize(spec, args, layer='sglang_server_args'):
     if args is None:
         return mapping, spellings, errors, notes
     if not isinstance(args, dict):
-        raise SglangServerArgsError('%s must be a mapping of flag -> value, got %s' % (layer, type(args).__name__))
+        errors.append('%s must be a mapping of flag -> value, got %s' % (layer, type(args).__name__))
+        return mapping, spellings, errors, notes
     for key, value in args.items():
         try:
             canonical, spelling, note = resolve_option(spec, key)
@@ -368,6 +411,8 @@ def canonicalize(spec, args, layer='sglang_server_args'):
             continue
         if note:
             notes.append('%s: %s; written as %s' % (layer, note, spelling))
+        if option.get('deprecated'):
+            notes.append('%s: %s is deprecated in this SGLang and does nothing' % (layer, canonical))
         if canonical in mapping:
             errors.append('%s: %s and %s set the same option %s' % (layer, origin[canonical], key, canonical))
             continue
@@ -454,23 +499,58 @@ def argv_from_topology(value):
                                 % type(value).__name__)
 
 
-def check_tensor_parallel(tp_size, gpu_count):
-    """Error text when tp does not divide into the node's GPUs, else None."""
-    if tp_size is None or tp_size is False or gpu_count is None:
+def _whole(value):
+    if isinstance(value, bool):
         return None
     try:
-        tp = int(tp_size)
-        gpus = int(gpu_count)
+        return int(str(value).strip())
     except (TypeError, ValueError):
-        return '--tp-size=%s is not a whole number' % (tp_size,)
-    if tp < 1:
-        return '--tp-size=%d must be at least 1' % tp
-    if gpus < 1:
-        return 'the node reports %d GPUs; --tp-size=%d needs GPUs' % (gpus, tp)
-    if tp > gpus or gpus % tp != 0:
+        return None
+
+
+def check_tensor_parallel(tp_size, gpu_count, pp_size=1, nnodes=1):
+    """Error text when the ranks one node starts do not fit its GPUs, else None.
+
+    As SGLang counts them: ``--tp-size`` and ``--pp-size`` span every node, each of ``--nnodes``
+    nodes starts ``tp * pp / nnodes`` ranks, and SGLang asserts ``tp * pp % nnodes == 0``.
+    """
+    values = {}
+    for name, value in (('--tp-size', tp_size), ('--pp-size', pp_size), ('--nnodes', nnodes)):
+        if value is None or value is False:
+            value = 1
+        number = _whole(value)
+        if number is None:
+            return '%s=%s is not a whole number' % (name, value)
+        if number < 1:
+            return '%s=%d must be at least 1' % (name, number)
+        values[name] = number
+    tp, pp, nodes = values['--tp-size'], values['--pp-size'], values['--nnodes']
+    if (tp * pp) % nodes != 0:
+        return ('--tp-size=%d x --pp-size=%d = %d ranks do not split evenly over --nnodes=%d'
+                % (tp, pp, tp * pp, nodes))
+    if gpu_count is None:
+        return None
+    gpus = _whole(gpu_count)
+    if gpus is None or gpus < 1:
+        return 'the node reports %s GPUs; the server needs GPUs' % (gpu_count,)
+    per_node = tp * pp // nodes
+    if per_node > gpus or gpus % per_node != 0:
         fitting = [str(n) for n in range(1, gpus + 1) if gpus % n == 0]
-        return ('--tp-size=%d does not divide into the %d GPUs of this node; use one of: %s'
-                % (tp, gpus, ', '.join(fitting)))
+        if nodes == 1 and pp == 1:
+            return ('--tp-size=%d does not divide into the %d GPUs of this node; use one of: %s'
+                    % (tp, gpus, ', '.join(fitting)))
+        return ('--tp-size=%d x --pp-size=%d over --nnodes=%d starts %d ranks per node, which does not divide'
+                ' into the %d GPUs of this node; ranks per node (tp x pp / nnodes) must be one of: %s'
+                % (tp, pp, nodes, per_node, gpus, ', '.join(fitting)))
+    return None
+
+
+def check_port(canonical, value):
+    number = _whole(value)
+    if value is None or value is False:
+        return None
+    if number is None or not 1 <= number <= 65535:
+        return '%s=%s must be a TCP port from 1 to 65535' % (canonical, value)
     return None
 
 
@@ -487,7 +567,12 @@ def build_server_command(spec, args, extra_args=None, recommended_args=None, gpu
     notes = []
     layers = []
     spellings = {}
-    for name, layer in (('recommended sglang args', argv_from_topology(recommended_args)),
+    try:
+        recommended = argv_from_topology(recommended_args)
+    except SglangServerArgsError as exc:
+        errors.append(str(exc))
+        recommended = {}
+    for name, layer in (('recommended sglang args', recommended),
                         ('sglang_server_args', args),
                         ('sglang_server_extra_args', extra_args)):
         mapping, layer_spellings, layer_errors, layer_notes = canonicalize(spec, layer, name)
@@ -496,18 +581,45 @@ def build_server_command(spec, args, extra_args=None, recommended_args=None, gpu
         layers.append(mapping)
         spellings.update(layer_spellings)
     merged = merge_layers(layers)
+    for canonical, option in sorted(spec['options'].items()):
+        if option.get('required') and (merged.get(canonical) in (None, False, True)
+                                       or not str(merged.get(canonical)).strip()):
+            errors.append('%s is required by SGLang and must not be empty; set it in sglang_server_args'
+                          ' (got %r)' % (canonical, merged.get(canonical)))
+    for flag in ('--port', '--nccl-port', '--metrics-port'):
+        canonical = spec['option_strings'].get(flag)
+        if canonical is not None and canonical in merged:
+            message = check_port(canonical, merged[canonical])
+            if message:
+                errors.append(message)
     from_topology = sorted(k for k in layers[0] if k not in layers[1] and k not in layers[2])
 
     unchecked = sorted(k for k in merged if merged[k] not in (None, False)
                        and spec['options'][k]['choices_unresolved'])
 
-    tp_canonical = spec['option_strings'].get('--tp-size') or spec['option_strings'].get('--tensor-parallel-size')
-    if tp_canonical is not None and gpu_count is not None:
-        message = check_tensor_parallel(merged.get(tp_canonical, 1), gpu_count)
+    def merged_value(*flags):
+        for flag in flags:
+            canonical = spec['option_strings'].get(flag)
+            if canonical is not None:
+                return merged.get(canonical, 1)
+        return 1
+
+    if spec['option_strings'].get('--tp-size') or spec['option_strings'].get('--tensor-parallel-size'):
+        message = check_tensor_parallel(merged_value('--tp-size', '--tensor-parallel-size'), gpu_count,
+                                        merged_value('--pp-size', '--pipeline-parallel-size'),
+                                        merged_value('--nnodes'))
         if message:
             errors.append(message)
 
-    argv = [] if errors else render_argv(merged, spec, spellings)
+    argv = []
+    if not errors:
+        try:
+            argv = render_argv(merged, spec, spellings)
+            for token in argv:
+                systemd_quote(token)
+        except SglangServerArgsError as exc:
+            errors.append(str(exc))
+            argv = []
     return {
         'argv': argv,
         'canonical_args': merged,
@@ -557,10 +669,10 @@ def server_endpoint(spec, merged, defaults):
     port = pick('--port', 'port')
     return {
         'host': pick('--host', 'host'),
-        'port': int(port) if port is not None else None,
+        'port': _whole(port) if port is not None else None,
         'model_path': model_path,
         'served_model_name': served,
-        'tp_size': int(tp_size) if tp_size is not None else None,
+        'tp_size': _whole(tp_size) if tp_size is not None else None,
     }
 
 
@@ -570,7 +682,8 @@ _SYSTEMD_SAFE = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 def systemd_quote(token):
     """One argv token as a word of a systemd ExecStart= line (quotes, specifiers, variables)."""
     if '\n' in token or '\r' in token or '\0' in token:
-        raise SglangServerArgsError('argument %r contains a line break; systemd cannot pass it' % (token,))
+        raise SglangServerArgsError('argument %r contains a line break or NUL; systemd cannot pass it on one'
+                                    ' ExecStart= line' % (token,))
     if token and all(c in _SYSTEMD_SAFE for c in token):
         return token
     escaped = token.replace('\\', '\\\\').replace('"', '\\"').replace('%', '%%').replace('$', '$$')

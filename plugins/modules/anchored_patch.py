@@ -32,6 +32,9 @@ description:
   - Paths matching O(invalidate) (for example a JIT build folder built from the old sources)
     are removed whenever a file is changed, before the file is written. Paths matching O(stale)
     are removed whenever they contain the given text, whether or not a file changes.
+  - Holds an C(flock) on C(/run/lock/inferops-serving-anchored-patch.lock) while it reads and edits,
+    so that two runs (or one left running on the node after its C(ansible-playbook) was killed)
+    never interleave.
 options:
   name:
     description: Name of the patch, used in messages.
@@ -225,6 +228,7 @@ import tempfile
 import zipfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.serving.plugins.module_utils._node_lock import NodeLockError, held_flock
 
 from ansible_collections.inferops.serving.plugins.module_utils._anchored_patch import (
     AnchoredPatchError,
@@ -305,6 +309,20 @@ def main():
     )
     params = module.params
     result = dict(changed=False, files=[], patched=[], restored=[], drifted=[], invalidated=[])
+    # Killing ansible-playbook does not stop this module on the node: the next run waits here for
+    # it instead of reading files it is halfway through replacing. The lock ends with this process.
+    edit_lock = held_flock("inferops-serving-anchored-patch.lock", timeout=600, shared=module.check_mode)
+    try:
+        edit_lock.__enter__()
+    except (NodeLockError, OSError) as exc:
+        module.fail_json(msg="patch %s: %s" % (params["name"], exc), **result)
+    try:
+        _patch(module, params, result)
+    finally:
+        edit_lock.__exit__(None, None, None)
+
+
+def _patch(module, params, result):
     try:
         inspected = plan(params["files"], params["state"], site_packages_dirs(module), params["pristine_dir"])
     except AnchoredPatchError as exc:

@@ -19,6 +19,10 @@ description:
     same event carries the same C(fingerprint), so that a redeploy that changes nothing does
     not grow the history and reports C(changed=false).
   - In check mode nothing is written; C(changed) tells whether a line would be appended.
+  - Crash-safe. The module holds an exclusive C(flock) on the file while it reads and appends, so two
+    runs never interleave. A last line without its newline (a write cut short) is ended before the
+    next record with a warning; a whole record is kept as it is, a torn fragment stays as a line that
+    readers skip and report. No complete record is ever lost or rewritten.
 author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
@@ -88,13 +92,14 @@ appended:
   type: bool
   sample: true
 skipped_lines:
-  description: Line numbers of the existing file that did not parse and were ignored.
+  description: Line numbers of the existing file that did not parse and were ignored (readers skip them).
   returned: always
   type: list
   elements: int
   sample: []
 '''
 
+import fcntl
 import os
 import time
 
@@ -104,10 +109,22 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     EVENTS,
     HistoryError,
     is_repeat,
-    load,
     make_record,
+    parse_history,
     serialize,
+    torn_tail,
+    torn_tail_warning,
 )
+
+
+def _read_all(fd):
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b''.join(chunks)
+        chunks.append(chunk)
 
 
 def main():
@@ -130,20 +147,39 @@ def main():
                              record={'event': module.params['event'], 'node': module.params['node']})
         module.fail_json(msg='the folder of %s does not exist; deploy the node first (gpu_vm creates it)' % path)
     try:
-        records, skipped = load(path)
         record = make_record(module.params['event'], module.params['node'], module.params['fields'], time.time())
     except HistoryError as exc:
         module.fail_json(msg='cannot record %s in %s: %s' % (module.params['event'], path, exc))
 
-    append = not (module.params['once_per_fingerprint'] and is_repeat(records, record))
-    changed = append
-    if append and not module.check_mode:
-        # One write of a whole line in append mode: readers never see a half-merged record.
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o640)
+    if module.check_mode and not os.path.exists(path):
+        fd = None
+    else:
         try:
-            os.write(fd, to_bytes(serialize(record)))
+            fd = os.open(path, os.O_RDONLY if module.check_mode else os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o640)
+        except OSError as exc:
+            module.fail_json(msg='cannot open %s: %s' % (path, exc))
+    try:
+        data = b''
+        if fd is not None:
+            # One writer at a time, also across runs: a second run (or a module left running on the
+            # node after its ansible-playbook was killed) waits here instead of interleaving.
+            fcntl.flock(fd, fcntl.LOCK_SH if module.check_mode else fcntl.LOCK_EX)
+            data = _read_all(fd)
+        records, skipped = parse_history(data.decode('utf-8', 'replace'))
+        tail = torn_tail(data)
+        append = not (module.params['once_per_fingerprint'] and is_repeat(records, record))
+        changed = append
+        if tail is not None:
+            module.warn(torn_tail_warning(path, tail))
+            changed = True
+        if not module.check_mode and (append or tail is not None):
+            # The torn line is ended first, in the same write as the record: never glued, never lost.
+            payload = (b'\n' if tail is not None else b'') + (to_bytes(serialize(record)) if append else b'')
+            while payload:
+                payload = payload[os.write(fd, payload):]
             os.fsync(fd)
-        finally:
+    finally:
+        if fd is not None:
             os.close(fd)
     if os.path.exists(path):
         file_args = module.load_file_common_arguments(module.params)

@@ -117,6 +117,9 @@ def main():
             benchmark = recent_benchmark(records, fingerprint, module.params['max_age'], time.time())
     except HistoryError as exc:
         module.fail_json(msg=str(exc))
+    if skipped:
+        module.warn('%s: line(s) %s are not records (torn by a crash, or edited) and were skipped'
+                    % (module.params['path'], ', '.join(str(n) for n in skipped)))
     newest = {}
     for event in EVENTS:
         record = latest(records, event)

@@ -15,6 +15,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     parse_history,
     recent_benchmark,
     serialize,
+    torn_tail,
 )
 
 NOW = 1771509223.0
@@ -95,3 +96,20 @@ def test_no_recent_benchmark(history, max_age):
 def test_negative_max_age_is_refused():
     with pytest.raises(HistoryError, match='max_age'):
         recent_benchmark([], 'base', -1, NOW)
+
+
+@pytest.mark.parametrize('data, expected', [
+    (b'', None),
+    (b'{"event": "deploy"}\n', None),
+    (b'{"event": "deploy"}\n{"event": "dep', (2, False)),
+    (b'{"event": "deploy"}\n{"event": "deploy"}', (2, True)),
+    (b'{"event": "dep', (1, False)),
+    (b'{"event": "deploy"}\n\xff\xfe', (2, False)),
+])
+def test_torn_tail(data, expected):
+    assert torn_tail(data) == expected
+
+
+def test_a_line_separator_inside_a_record_does_not_split_it():
+    records, skipped = parse_history('{"event": "deploy", "note": "a\u2028b"}\n')
+    assert len(records) == 1 and skipped == []

@@ -291,3 +291,82 @@ def test_systemd_quote(token, word):
 def test_systemd_quote_refuses_line_breaks():
     with pytest.raises(SglangServerArgsError, match='line break'):
         systemd_quote('a\nb')
+
+
+def _seed_with(args):
+    layered = dict(SEED_ARGS)
+    if 'model-path' in args:
+        del layered['model']
+    if 'tp-size' in args:
+        del layered['tp']
+    layered.update(args)
+    return layered
+
+
+# Input a user can type never raises: every problem is an entry in the list of errors.
+@pytest.mark.parametrize('args, message', [
+    ({'tp-size': 'eight'}, '--tensor-parallel-size=eight is not a valid int'),
+    ({'port': 'http'}, '--port=http is not a valid int'),
+    ({'port': 70000}, '--port=70000 must be a TCP port from 1 to 65535'),
+    ({'port': 0}, '--port=0 must be a TCP port from 1 to 65535'),
+    ({'model-path': ''}, '--model-path is required by SGLang and must not be empty'),
+    ({'model-path': None}, '--model-path is required by SGLang and must not be empty'),
+    ({'preferred-sampling-params': '{"temperature": 0.6'}, 'is not a valid JSON document'),
+    ({'hybrid-kvcache-ratio': 0.5}, '--hybrid-kvcache-ratio is a bare flag and takes no value'),
+    ({'served-model-name': 'a\nb'}, 'has a value with a line break'),
+    ({'tp-size': 12, 'nnodes': 5}, 'ranks do not split evenly over --nnodes=5'),
+    ({'tp-size': 16}, '--tp-size=16 does not divide into the 8 GPUs of this node'),
+    ({'tp-size': 16, 'pp-size': 2, 'nnodes': 2}, 'starts 16 ranks per node'),
+    ({'nnodes': 'two'}, '--nnodes=two is not a valid int'),
+])
+def test_real_parser_lists_bad_input_instead_of_raising(real_spec, args, message):
+    result = build_server_command(real_spec, _seed_with(args), gpu_count=8)
+    assert result['argv'] == []
+    assert any(message in error for error in result['errors']), result['errors']
+
+
+def test_missing_model_path_is_caught(real_spec):
+    args = dict(SEED_ARGS)
+    del args['model']
+    result = build_server_command(real_spec, args, gpu_count=8)
+    assert any('--model-path is required by SGLang' in error for error in result['errors'])
+
+
+@pytest.mark.parametrize('args', [
+    {'hybrid-kvcache-ratio': True},              # deprecated, nargs=0 inside DeprecatedAction: bare is right
+    {'prefill-round-robin-balance': True},
+    {'preferred-sampling-params': '{"temperature": 0.6}'},
+    {'preferred-sampling-params': {'temperature': 0.6}},   # a mapping is written as JSON
+    {'tp-size': 16, 'nnodes': 2},                # 8 ranks on each of two 8-GPU nodes
+    {'tp-size': 8, 'pp-size': 2, 'nnodes': 2},
+])
+def test_real_parser_accepts_what_sglang_accepts(real_spec, args):
+    result = build_server_command(real_spec, _seed_with(args), gpu_count=8)
+    assert result['errors'] == []
+
+
+def test_deprecated_no_value_flag_is_read_from_the_action_class(real_spec):
+    option = real_spec['options']['--hybrid-kvcache-ratio']
+    assert option['takes_value'] is False
+    assert option['deprecated'] is True
+    assert real_spec['options']['--model-path']['required'] is True
+    assert real_spec['options']['--preferred-sampling-params']['type'] == 'json.loads'
+    result = build_server_command(real_spec, dict(SEED_ARGS, **{'hybrid-kvcache-ratio': True}), gpu_count=8)
+    assert '--hybrid-kvcache-ratio' in result['argv']
+    assert any('deprecated' in note for note in result['notes'])
+
+
+@pytest.mark.parametrize('layer', [['--tp', '8'], 'tp=8', 42])
+def test_a_layer_that_is_not_a_mapping_is_an_error(real_spec, layer):
+    result = build_server_command(real_spec, layer, gpu_count=8)
+    assert any('must be a mapping' in error for error in result['errors'])
+
+
+def test_bad_recommendations_are_an_error_not_a_crash(real_spec):
+    result = build_server_command(real_spec, SEED_ARGS, recommended_args=['stray'], gpu_count=8)
+    assert any('does not follow a flag' in error for error in result['errors'])
+
+
+def test_endpoint_of_a_non_integer_port_does_not_raise(real_spec, real_source):
+    endpoint = server_endpoint(real_spec, {'--port': 'http'}, read_field_defaults(real_source))
+    assert endpoint['port'] is None

@@ -4,11 +4,15 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import os
 
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import history, history_info
+
+
+MODULE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'modules', 'history.py')
 
 
 def run(module, args, capsys):
@@ -90,3 +94,108 @@ def test_info_finds_the_benchmark_of_the_deployed_configuration(tmp_path, capsys
 def test_info_of_a_new_node_is_empty(tmp_path, capsys):
     info = run(history_info, {'path': str(tmp_path / 'none.jsonl'), 'fingerprint': 'x'}, capsys)
     assert info['records'] == [] and info['benchmark'] is None and info['latest'] == {}
+
+
+def warnings(result):
+    # ansible-core 2.19 returns warnings as structured events.
+    return [w['event']['msg'] if isinstance(w, dict) else w for w in result.get('warnings', [])]
+
+
+def _record(fingerprint):
+    return json.dumps({'ts': 'x', 'epoch': 1.0, 'event': 'deploy', 'node': 'n', 'fingerprint': fingerprint})
+
+
+def test_a_torn_last_line_is_set_aside_and_the_next_record_is_not_lost(tmp_path, capsys, run_module):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(_record('a') + '\n' + '{"ts": "x", "event": "depl')
+    # In a process of its own, as on a node: warnings are what the user sees.
+    result = run_module(**deploy(path, 'b'))
+    assert result['appended'] is True
+    assert any('line 2 is a torn record' in w for w in warnings(result))
+    text = path.read_text()
+    assert text.endswith('\n')
+    info = run(history_info, {'path': str(path)}, capsys)
+    assert [r['fingerprint'] for r in info['records']] == ['a', 'b']
+    assert info['skipped_lines'] == [2]
+    # The torn fragment is kept: nothing that was written is ever removed.
+    assert '{"ts": "x", "event": "depl\n' in text
+
+
+def test_a_whole_record_without_its_newline_is_repaired(tmp_path, run_module):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(_record('a') + '\n' + _record('b'))
+    result = run_module(**deploy(path, 'c'))
+    assert any('the newline was added' in w for w in warnings(result))
+    assert [r['fingerprint'] for r in lines(path)] == ['a', 'b', 'c']
+
+
+def test_a_repeat_after_a_torn_line_still_ends_the_line(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(_record('a') + '\n' + _record('a'))
+    result = run(history, deploy(path, 'a'), capsys)
+    assert result['appended'] is False and result['changed'] is True
+    assert path.read_text().endswith('\n')
+    assert run(history, deploy(path, 'a'), capsys)['changed'] is False
+
+
+def test_check_mode_leaves_a_torn_file_alone(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    path.write_text(_record('a') + '\n{"torn')
+    result = run(history, deploy(path, 'b', _ansible_check_mode=True), capsys)
+    assert result['changed'] is True
+    assert path.read_text() == _record('a') + '\n{"torn'
+
+
+def test_concurrent_appends_never_interleave(tmp_path):
+    # Eight processes append 25 records each at once: every record arrives whole, none is lost.
+    import multiprocessing
+    path = tmp_path / 'history.jsonl'
+    path.write_text('')
+    with multiprocessing.get_context('fork').Pool(8) as pool:
+        pool.map(_append_many, [(str(path), worker) for worker in range(8)])
+    records = lines(path)
+    assert len(records) == 200
+    assert sorted(r['fingerprint'] for r in records) == sorted('%d-%d' % (w, i) for w in range(8) for i in range(25))
+
+
+def _append_many(job):
+    import io
+    import sys
+    path, worker = job
+    for index in range(25):
+        args = {'path': path, 'event': 'deploy', 'node': 'n', 'fields': {'fingerprint': '%d-%d' % (worker, index)}}
+        out = io.StringIO()
+        old = sys.stdout
+        sys.stdout = out
+        try:
+            with patch_module_args(args):
+                try:
+                    history.main()
+                except SystemExit:
+                    pass
+        finally:
+            sys.stdout = old
+
+
+def test_concurrent_deploys_of_one_configuration_record_it_once(tmp_path):
+    # The read-decide-append of once_per_fingerprint happens under the lock.
+    import multiprocessing
+    path = tmp_path / 'history.jsonl'
+    with multiprocessing.get_context('fork').Pool(8) as pool:
+        pool.map(_deploy_same, [str(path)] * 32)
+    assert [r['fingerprint'] for r in lines(path)] == ['same']
+
+
+def _deploy_same(path):
+    import io
+    import sys
+    old = sys.stdout
+    sys.stdout = io.StringIO()
+    try:
+        with patch_module_args(deploy(path, 'same')):
+            try:
+                history.main()
+            except SystemExit:
+                pass
+    finally:
+        sys.stdout = old

@@ -56,7 +56,15 @@ def fake_sglang(tmp_path, monkeypatch):
 def test_api_key_moves_from_environment_to_the_module_argv_only(launcher, fake_sglang, monkeypatch):
     monkeypatch.setenv('SGLANG_API_KEY', 'sk-launch-test')
     monkeypatch.setattr(sys, 'argv', ['sglang-launch', 'run', 'sglang.launch_server', '--port', '8000'])
-    assert launcher.run('sglang.launch_server', ['--port', '8000']) == 0
+    execs = []
+    monkeypatch.setattr(launcher.os, 'execve', lambda path, argv, env: execs.append((path, argv, env)))
+    launcher.main(['run', 'sglang.launch_server', '--port', '8000'])
+    # First stage: the process image is replaced with one whose environment lacks the key.
+    (path, argv, env), = execs
+    assert 'SGLANG_API_KEY' not in env and 'sk-launch-test' not in ' '.join(argv)
+    assert argv[2:4] == ['run', '--secrets-fd'] and argv[5:] == ['sglang.launch_server', '--port', '8000']
+    # Second stage: the key comes from the pipe.
+    assert launcher.main(argv[2:]) == 0
     assert fake_sglang['argv'][1:] == ['--port', '8000', '--api-key', 'sk-launch-test']
     # Worker processes started by the server must not inherit the key.
     assert fake_sglang['env'] is None
@@ -64,6 +72,18 @@ def test_api_key_moves_from_environment_to_the_module_argv_only(launcher, fake_s
     # SGLang logs `server_args=ServerArgs(...)` at startup.
     assert 'sk-launch-test' not in fake_sglang['logged']
     assert "api_key='<hidden>'" in fake_sglang['logged']
+
+
+def test_the_running_process_environment_block_has_no_key(tmp_path):
+    # A real exec: /proc/PID/environ of the process that runs the module must not show the key.
+    import subprocess
+    module = tmp_path / 'show_environ.py'
+    module.write_text('import os\nprint(open("/proc/%d/environ" % os.getpid(), "rb").read().count(b"sk-environ"))\n'
+                      'import sys\nprint(sys.argv[-1])\n')
+    env = dict(os.environ, SGLANG_API_KEY='sk-environ-test', PYTHONPATH=str(tmp_path))
+    out = subprocess.run([sys.executable, LAUNCHER, 'run', 'show_environ'], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.split()
+    assert out == ['0', 'sk-environ-test']
 
 
 def test_without_a_key_the_argv_is_unchanged(launcher, fake_sglang, monkeypatch):

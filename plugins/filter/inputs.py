@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import (
+    missing_pins,
+    pins_to_look_up,
+    role_input_errors,
+    serial,
+)
+
+
+def input_errors(variables, role):
+    return role_input_errors(role, variables)
+
+
+def serial_errors(value, name='serving_deploy_serial'):
+    return serial(name, value)
+
+
+def checked_serial(value, name='serving_deploy_serial'):
+    problems = serial(name, value)
+    if problems:
+        raise AnsibleFilterError(problems[0] + ' Nothing was changed.')
+    return value
+
+
+def missing_versions(listings, versions):
+    return missing_pins(versions, listings)
+
+
+def packages_to_look_up(pip_list, versions, packages):
+    return pins_to_look_up(pip_list, versions, packages)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'input_errors': input_errors,
+            'serial_errors': serial_errors,
+            'missing_versions': missing_versions,
+            'checked_serial': checked_serial,
+            'packages_to_look_up': packages_to_look_up,
+        }

@@ -1,0 +1,430 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Check a role's inputs by type, range and meaning before anything on the node changes.
+
+``meta/argument_specs.yml`` catches wrong types; what it cannot say (a port above 65535, an
+empty model path, root as a service user, a secret that cannot travel in an HTTP header or a
+systemd environment file, an environment value systemd would change) is checked here.
+
+Every check returns a list of messages. Each names the variable, shows the value (masked when
+it is secret) and says what to change. Nothing here raises on user input.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+# What SGLang itself takes as the API key, and the Hugging Face token: never in argv or env vars.
+SECRET_ENV_NAMES = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'SGLANG_API_KEY', 'SGLANG_ADMIN_API_KEY')
+SECRET_ARG_WORDS = ('api-key', 'apikey', 'hf-token', 'token', 'secret', 'password', 'passwd', 'credential')
+SECRET_FLAGS = ('api-key', 'admin-api-key')
+# PEP 440, the forms a pin uses (release, pre/post/dev, local).
+VERSION = re.compile(r'^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$')
+# systemd unit names: letters, digits and ":-_.\@"; the template adds ".service".
+UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?$')
+USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]*[$]?$')
+_CONTROL = re.compile(r'[\x00-\x08\x0a-\x1f\x7f]')
+
+
+def show(value):
+    """A value as a message shows it: short, one line."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
+def masked(value):
+    """What a message may say about a secret: its length only."""
+    try:
+        return '<hidden, %d characters>' % len(value)
+    except TypeError:
+        return '<hidden>'
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def as_int(value):
+    """An int from an int or a string of digits (inventory values are often strings); None otherwise."""
+    if is_int(value):
+        return value
+    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
+        return int(value)
+    return None
+
+
+def int_range(name, value, low=None, high=None, what='a whole number', allow_none=False):
+    if value is None and allow_none:
+        return []
+    number = as_int(value)
+    bounds = ''
+    if low is not None and high is not None:
+        bounds = ' from %d to %d' % (low, high)
+    elif low is not None:
+        bounds = ' of at least %d' % low
+    if number is None:
+        return ['%s must be %s%s, got %s.' % (name, what, bounds, show(value))]
+    if (low is not None and number < low) or (high is not None and number > high):
+        return ['%s must be %s%s, got %s.' % (name, what, bounds, show(value))]
+    return []
+
+
+def port(name, value):
+    return int_range(name, value, 1, 65535, what='a TCP port')
+
+
+def non_empty(name, value, what='a non-empty string'):
+    if not isinstance(value, str) or not value.strip():
+        return ['%s must be %s, got %s.' % (name, what, show(value))]
+    if _CONTROL.search(value):
+        return ['%s must be one line without control characters, got %s.' % (name, show(value))]
+    return []
+
+
+def absolute_path(name, value):
+    problems = non_empty(name, value, 'an absolute path')
+    if not problems and not value.startswith('/'):
+        problems = ['%s must be an absolute path (starting with /), got %s.' % (name, show(value))]
+    return problems
+
+
+def version(name, value):
+    if not isinstance(value, str) or not VERSION.match(value.strip()):
+        return ['%s must be an exact version such as 0.5.9 (PEP 440), got %s.' % (name, show(value))]
+    return []
+
+
+def service_user(name, value, allow_root=False, allow_name='allow_root'):
+    problems = non_empty(name, value, 'a user name')
+    if problems:
+        return problems
+    if not USER_NAME.match(value) or len(value) > 32:
+        return ['%s must be a user name (lower case letters, digits, _ and -), got %s.' % (name, show(value))]
+    if value == 'root' and not allow_root:
+        return ['%s is root: the service would run with every privilege of the host (and its account would be'
+                ' rewritten). Use an unprivileged user such as sglang, or set %s: true if you really mean it.'
+                % (name, allow_name)]
+    return []
+
+
+def unit_name(name, value):
+    problems = non_empty(name, value, 'a systemd unit name')
+    if not problems and (not UNIT_NAME.match(value) or value.endswith('.service')):
+        problems = ['%s must be a systemd unit name without ".service" (letters, digits, ":_.-@"), got %s.'
+                    % (name, show(value))]
+    return problems
+
+
+def secret(name, value):
+    """A secret goes into a systemd environment file and an HTTP header: both must carry it unchanged."""
+    if value is None or value == '':
+        return []
+    if not isinstance(value, str):
+        return ['%s must be a string, got a %s (value %s).' % (name, type(value).__name__, masked(str(value)))]
+    reasons = []
+    if '\n' in value or '\r' in value:
+        reasons.append('a line break')
+    if _CONTROL.search(value.replace('\n', '').replace('\r', '')):
+        reasons.append('a control character')
+    if any(c in value for c in '"\'`'):
+        reasons.append('a quote')
+    if '\\' in value:
+        reasons.append('a backslash')
+    if value != value.strip():
+        reasons.append('leading or trailing white space')
+    elif any(c.isspace() for c in value):
+        reasons.append('white space')
+    if any(ord(c) > 126 for c in value):
+        reasons.append('a non-ASCII character')
+    if reasons:
+        return ['%s contains %s (value %s): an HTTP Authorization header and a systemd environment file cannot'
+                ' carry it unchanged. Use printable ASCII without quotes, backslashes or spaces (for example'
+                ' `openssl rand -hex 32`).' % (name, ' and '.join(reasons), masked(value))]
+    return []
+
+
+def environment(name, mapping):
+    """Names and values that systemd's EnvironmentFile= carries unchanged (the template quotes the rest)."""
+    if mapping is None:
+        return []
+    if not isinstance(mapping, dict):
+        return ['%s must be a mapping of NAME: value, got %s.' % (name, show(mapping))]
+    problems = []
+    for key in sorted(mapping, key=str):
+        value = mapping[key]
+        if not isinstance(key, str) or not ENV_NAME.match(key):
+            problems.append('%s: %s is not a valid environment variable name (letters, digits and _, not starting'
+                            ' with a digit).' % (name, show(key)))
+            continue
+        if key in SECRET_ENV_NAMES:
+            problems.append('%s: %s is a secret; set it through sglang_server_hf_token / sglang_server_api_key'
+                            ' (vault them), not in %s (value %s).' % (name, key, name, masked(str(value))))
+            continue
+        if value is None:
+            continue
+        if isinstance(value, (dict, list)):
+            problems.append('%s: %s must be a string or number, got a %s.' % (name, key, type(value).__name__))
+            continue
+        text = value if isinstance(value, str) else str(value)
+        if '\n' in text or '\r' in text:
+            problems.append('%s: %s contains a line break, which a systemd environment file cannot carry;'
+                            ' put it on one line.' % (name, key))
+        elif _CONTROL.search(text):
+            problems.append('%s: %s contains a control character, which a systemd environment file cannot'
+                            ' carry.' % (name, key))
+    return problems
+
+
+def _flag_looks_secret(key):
+    flag = str(key).strip().lstrip('-').lower().replace('_', '-')
+    if any(word in flag for word in SECRET_ARG_WORDS):
+        return True
+    # argparse would also take an abbreviation such as `--api` for --api-key.
+    return any(len(flag) >= 3 and full.startswith(flag) for full in SECRET_FLAGS)
+
+
+def secrets_in_args(name, args, secret_values=()):
+    """A secret in the server arguments would reach argv and the node's module log; refuse it first."""
+    if not isinstance(args, dict):
+        return []
+    problems = []
+    secret_values = [s for s in secret_values if isinstance(s, str) and len(s) >= 4]
+    for key in sorted(args, key=str):
+        value = args[key]
+        if _flag_looks_secret(key) and value not in (None, False, True, ''):
+            problems.append('%s: %s looks like a secret (value %s); it would end up in the command line. Set'
+                            ' sglang_server_api_key (vault it) instead and remove %s from %s.'
+                            % (name, key, masked(str(value)), key, name))
+            continue
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(item, str) and any(s in item for s in secret_values) for item in items):
+            problems.append('%s: the value of %s contains sglang_server_api_key or sglang_server_hf_token'
+                            ' (value hidden); secrets must not go into the command line.' % (name, key))
+    return problems
+
+
+def serial(name, value):
+    """Ansible's serial: a count of at least 1, a percentage from 1% to 100%, or a list of them."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        return ['%s must not be an empty list.' % name]
+    for item in items:
+        if isinstance(item, str) and item.strip().endswith('%'):
+            number = as_int(item.strip()[:-1])
+            if number is None or not 1 <= number <= 100:
+                return ['%s must be a number of nodes of at least 1 or a percentage from 1%% to 100%%, got %s.'
+                        % (name, show(value))]
+            continue
+        number = as_int(item)
+        if number is None or number < 1:
+            return ['%s must be a number of nodes of at least 1 (or a percentage such as 25%%), got %s; 0 or less'
+                    ' would deploy nothing or everything at once.' % (name, show(value))]
+    return []
+
+
+def url(name, value):
+    problems = non_empty(name, value, 'a URL')
+    if not problems and not re.match(r'^(https?|file)://\S+$', value):
+        problems = ['%s must be an http(s):// or file:// URL without spaces, got %s.' % (name, show(value))]
+    return problems
+
+
+def one_line(name, value):
+    if value is None or value == '':
+        return []
+    if not isinstance(value, str) or _CONTROL.search(value):
+        return ['%s must be one line of text, got %s.' % (name, show(value))]
+    return []
+
+
+def string_list(name, value, item_check=None):
+    if not isinstance(value, list):
+        return ['%s must be a list, got %s.' % (name, show(value))]
+    problems = []
+    for index, item in enumerate(value):
+        item_name = '%s[%d]' % (name, index)
+        problems += (item_check or non_empty)(item_name, item)
+    return problems
+
+
+def _rw_path(name, value):
+    return absolute_path(name, value[1:] if isinstance(value, str) and value.startswith('-') else value)
+
+
+def gpu_vm_errors(v):
+    """Inputs of role gpu_vm (``v``: variable name -> value)."""
+    return (absolute_path('gpu_vm_sysfs_root', v.get('gpu_vm_sysfs_root'))
+            + url('gpu_vm_cuda_repo_base_url', v.get('gpu_vm_cuda_repo_base_url'))
+            + int_range('gpu_vm_expected_gpu_count', v.get('gpu_vm_expected_gpu_count'), 1,
+                        what='a GPU count', allow_none=True)
+            + absolute_path('gpu_vm_cuda_home', v.get('gpu_vm_cuda_home'))
+            + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1))
+
+
+SGLANG_PINS = ('sglang_version', 'sglang_flashinfer_version', 'sglang_flashinfer_cubin_version',
+               'sglang_sgl_kernel_version', 'sglang_torch_version')
+
+
+def sglang_errors(v):
+    """Inputs of role sglang."""
+    problems = []
+    for pin in SGLANG_PINS:
+        problems += version(pin, v.get(pin))
+    return (problems
+            + service_user('sglang_service_user', v.get('sglang_service_user'),
+                           bool(v.get('sglang_allow_root_service_user')), 'sglang_allow_root_service_user')
+            + absolute_path('sglang_venv_path', v.get('sglang_venv_path'))
+            + service_user('sglang_service_group', v.get('sglang_service_group'), True)
+            + absolute_path('sglang_state_dir', v.get('sglang_state_dir'))
+            + version('sglang_venv_pip_version', v.get('sglang_venv_pip_version'))
+            + version('sglang_venv_wheel_version', v.get('sglang_venv_wheel_version'))
+            + one_line('sglang_pip_extra_args', v.get('sglang_pip_extra_args')))
+
+
+def sglang_server_errors(v):
+    """Inputs of role sglang_server (the server arguments themselves: module sglang_server_args)."""
+    secrets = [v.get('sglang_server_api_key'), v.get('sglang_server_hf_token')]
+    problems = (secret('sglang_server_api_key', v.get('sglang_server_api_key'))
+                + secret('sglang_server_hf_token', v.get('sglang_server_hf_token'))
+                + secrets_in_args('sglang_server_args', v.get('sglang_server_args'), secrets)
+                + secrets_in_args('sglang_server_extra_args', v.get('sglang_server_extra_args'), secrets)
+                + environment('sglang_server_env', v.get('sglang_server_env'))
+                + environment('sglang_server_extra_env', v.get('sglang_server_extra_env'))
+                + service_user('sglang_server_service_user', v.get('sglang_server_service_user'),
+                               bool(v.get('sglang_server_allow_root')), 'sglang_server_allow_root')
+                + service_user('sglang_server_service_group', v.get('sglang_server_service_group'), True)
+                + absolute_path('sglang_server_venv_path', v.get('sglang_server_venv_path'))
+                + absolute_path('sglang_server_state_dir', v.get('sglang_server_state_dir'))
+                + absolute_path('sglang_server_config_dir', v.get('sglang_server_config_dir'))
+                + absolute_path('sglang_server_hf_home', v.get('sglang_server_hf_home'))
+                + non_empty('sglang_server_module', v.get('sglang_server_module'), 'a Python module name')
+                + unit_name('sglang_server_unit_name', v.get('sglang_server_unit_name'))
+                + int_range('sglang_server_start_timeout', v.get('sglang_server_start_timeout'), 1, what='seconds')
+                + int_range('sglang_server_stop_timeout', v.get('sglang_server_stop_timeout'), 1, what='seconds')
+                + int_range('sglang_server_restart_sec', v.get('sglang_server_restart_sec'), 0, what='seconds')
+                + int_range('sglang_server_start_limit_burst', v.get('sglang_server_start_limit_burst'), 1)
+                + int_range('sglang_server_limit_nofile', v.get('sglang_server_limit_nofile'), 1024)
+                + int_range('sglang_server_health_timeout', v.get('sglang_server_health_timeout'), 1, what='seconds')
+                + int_range('sglang_server_health_interval', v.get('sglang_server_health_interval'), 1,
+                            what='seconds')
+                + int_range('sglang_server_journal_lines', v.get('sglang_server_journal_lines'), 1)
+                + int_range('sglang_server_predownload_timeout', v.get('sglang_server_predownload_timeout'), 1,
+                            what='seconds')
+                + string_list('sglang_server_read_write_paths', v.get('sglang_server_read_write_paths') or [],
+                              _rw_path)
+                + string_list('sglang_server_device_allow', v.get('sglang_server_device_allow') or [])
+                + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or []))
+    args = v.get('sglang_server_args')
+    if isinstance(args, dict):
+        problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))
+    return problems
+
+
+def _model_path(name, args, extra):
+    """An empty --model-path deploys a server that cannot load anything."""
+    merged = dict(args)
+    merged.update(extra if isinstance(extra, dict) else {})
+    for key in ('model-path', 'model', '--model-path', '--model', 'model_path'):
+        if key in merged:
+            value = merged[key]
+            if value is None or value is False or (isinstance(value, str) and not value.strip()):
+                return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
+                        % (name, key, show(value))]
+    return []
+
+
+ROLES = {
+    'gpu_vm': gpu_vm_errors,
+    'sglang': sglang_errors,
+    'sglang_server': sglang_server_errors,
+}
+
+
+def role_input_errors(role, variables):
+    """Every problem with ``variables`` (name -> value) of ``role``; an unknown role is one problem."""
+    if role not in ROLES:
+        return ['no input checks are defined for role %s' % show(role)]
+    if not isinstance(variables, dict):
+        return ['the inputs of role %s must be given as a mapping' % role]
+    return ROLES[role](variables)
+
+
+def parse_pip_index_versions(text):
+    """Versions listed by ``pip index versions NAME`` ("Available versions: 1.2, 1.1")."""
+    for line in (text or '').splitlines():
+        if line.strip().startswith('Available versions:'):
+            return [item.strip() for item in line.split(':', 1)[1].split(',') if item.strip()]
+    return []
+
+
+# The variable that pins each package of the sglang role.
+PIN_VARIABLES = {
+    'sglang': 'sglang_version',
+    'flashinfer-python': 'sglang_flashinfer_version',
+    'flashinfer-cubin': 'sglang_flashinfer_cubin_version',
+    'sgl-kernel': 'sglang_sgl_kernel_version',
+    'torch': 'sglang_torch_version',
+}
+
+
+def _canonical(name):
+    return re.sub(r'[-_.]+', '-', str(name)).lower()
+
+
+def pins_to_look_up(pip_list, versions, packages):
+    """Packages of ``packages`` whose pinned version (``versions``: name -> version) is not installed.
+
+    ``pip_list`` is the output of ``pip list --format=json`` (text or parsed), or a list of
+    ``name==version`` strings; an unreadable one means nothing is known to be installed. A rerun
+    with everything in place asks the index nothing.
+    """
+    import json
+    if isinstance(pip_list, str):
+        try:
+            pip_list = json.loads(pip_list or '[]')
+        except ValueError:
+            pip_list = []
+    installed = {}
+    for item in pip_list if isinstance(pip_list, list) else []:
+        if isinstance(item, dict):
+            installed[_canonical(item.get('name'))] = str(item.get('version'))
+        elif isinstance(item, str) and '==' in item:
+            name, dummy, installed_version = item.partition('==')
+            installed[_canonical(name)] = installed_version
+    return [name for name in packages if installed.get(_canonical(name)) != str(versions.get(name))]
+
+
+def missing_pins(versions, listings):
+    """Messages for every pinned version the index does not offer.
+
+    ``versions``: package -> pinned version; ``listings``: package -> ``{'rc', 'stdout', 'stderr'}``
+    of ``pip index versions PACKAGE``, or the results of a looped task whose items are the packages
+    (packages that were not looked up are skipped).
+    """
+    if isinstance(listings, list):
+        # The results of a looped command task: one per package, named by its loop item.
+        listings = dict((result.get('item'), result) for result in listings
+                        if isinstance(result, dict) and not result.get('skipped'))
+    problems = []
+    for package in sorted(listings):
+        if package not in versions:
+            continue
+        variable = PIN_VARIABLES.get(package, package)
+        version = str(versions[package])
+        listing = listings[package] or {}
+        available = parse_pip_index_versions(listing.get('stdout', ''))
+        if listing.get('rc', 0) != 0 or not available:
+            reason = [line for line in (listing.get('stderr') or listing.get('stdout') or '').strip().splitlines()
+                      if 'experimental' not in line]
+            problems.append('%s: the package index does not offer %s at all (%s); check the package name and'
+                            ' the index in sglang_pip_extra_args. Nothing was installed or written.'
+                            % (variable, package, reason[-1] if reason else 'no versions listed'))
+        elif version not in available:
+            problems.append('%s is %s, but the package index offers %s only in: %s. Pick one of those; nothing'
+                            ' was installed or written.'
+                            % (variable, show(version), package, ', '.join(available[:12])
+                               + (', ...' if len(available) > 12 else '')))
+    return problems

@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import (
+    missing_pins,
+    parse_pip_index_versions,
+    pins_to_look_up,
+    role_input_errors,
+    serial,
+)
+
+SECRET = 'sk-abc"def'
+
+GPU_VM = {
+    'gpu_vm_sysfs_root': '/sys',
+    'gpu_vm_cuda_repo_base_url': 'https://developer.download.nvidia.com/compute/cuda/repos',
+    'gpu_vm_expected_gpu_count': None, 'gpu_vm_cuda_home': '/usr/local/cuda-12.8', 'gpu_vm_reboot_timeout': 900,
+}
+SGLANG = {
+    'sglang_version': '0.5.9', 'sglang_flashinfer_version': '0.6.3', 'sglang_flashinfer_cubin_version': '0.6.3',
+    'sglang_sgl_kernel_version': '0.3.21', 'sglang_torch_version': '2.9.1', 'sglang_service_user': 'sglang',
+    'sglang_venv_path': '/opt/sglang/venv', 'sglang_state_dir': '/var/lib/sglang', 'sglang_pip_extra_args': '',
+    'sglang_allow_root_service_user': False, 'sglang_service_group': 'sglang', 'sglang_venv_pip_version': '25.3',
+    'sglang_venv_wheel_version': '0.45.1',
+}
+SERVER = {
+    'sglang_server_api_key': 'lab-api-key-not-a-secret', 'sglang_server_hf_token': '',
+    'sglang_server_args': {'model-path': 'lukealonso/GLM-5-NVFP4', 'port': 8000},
+    'sglang_server_extra_args': {}, 'sglang_server_env': {'NCCL_P2P_LEVEL': '5', 'OMP_NUM_THREADS': 8},
+    'sglang_server_extra_env': {'PYTHONPATH': '/opt/x', 'WITH_QUOTES': 'a "b" $c `d` \\e'},
+    'sglang_server_service_user': 'sglang', 'sglang_server_service_group': 'sglang',
+    'sglang_server_allow_root': False, 'sglang_server_venv_path': '/opt/sglang/venv',
+    'sglang_server_state_dir': '/var/lib/sglang', 'sglang_server_config_dir': '/etc/sglang',
+    'sglang_server_hf_home': '/var/lib/sglang/huggingface', 'sglang_server_module': 'sglang.launch_server',
+    'sglang_server_unit_name': 'sglang', 'sglang_server_start_timeout': 7200, 'sglang_server_stop_timeout': 120,
+    'sglang_server_restart_sec': 30, 'sglang_server_start_limit_burst': 3, 'sglang_server_limit_nofile': 1048576,
+    'sglang_server_health_timeout': '7200', 'sglang_server_health_interval': 5, 'sglang_server_journal_lines': 50,
+    'sglang_server_predownload_timeout': 86400, 'sglang_server_read_write_paths': ['-/run/inferops-lab'],
+    'sglang_server_device_allow': ['char-nvidiactl'], 'sglang_server_system_call_filter': [],
+}
+ROLES = {'gpu_vm': GPU_VM, 'sglang': SGLANG, 'sglang_server': SERVER}
+
+
+@pytest.mark.parametrize('role', sorted(ROLES))
+def test_the_shipped_defaults_pass(role):
+    assert role_input_errors(role, ROLES[role]) == []
+
+
+# (role, variable, bad value, words the message must contain)
+BAD = [
+    ('sglang', 'sglang_service_user', '', 'must be a user name'),
+    ('sglang', 'sglang_service_user', 'Bad User', 'must be a user name'),
+    ('sglang', 'sglang_state_dir', 'var/lib/sglang', 'absolute path'),
+    ('sglang', 'sglang_venv_path', '', 'absolute path'),
+    ('gpu_vm', 'gpu_vm_cuda_home', 'usr/local/cuda', 'absolute path'),
+    ('gpu_vm', 'gpu_vm_reboot_timeout', 0, 'at least 1'),
+    ('gpu_vm', 'gpu_vm_cuda_repo_base_url', 'developer.download.nvidia.com', 'http(s)://'),
+    ('gpu_vm', 'gpu_vm_expected_gpu_count', 0, 'a GPU count of at least 1'),
+    ('gpu_vm', 'gpu_vm_expected_gpu_count', 'eight', 'a GPU count of at least 1'),
+    ('sglang', 'sglang_venv_pip_version', 'latest', 'exact version'),
+    ('sglang', 'sglang_pip_extra_args', '--index-url x\n--pre', 'one line'),
+    ('sglang', 'sglang_version', '0.5.9; rm -rf /', 'exact version'),
+    ('sglang', 'sglang_version', '>=0.5', 'exact version'),
+    ('sglang', 'sglang_torch_version', '', 'exact version'),
+    ('sglang', 'sglang_service_user', 'root', 'sglang_allow_root_service_user'),
+    ('sglang', 'sglang_venv_path', 'venv', 'absolute path'),
+    ('sglang_server', 'sglang_server_api_key', SECRET, 'contains a quote'),
+    ('sglang_server', 'sglang_server_api_key', 'abc\ndef', 'contains a line break'),
+    ('sglang_server', 'sglang_server_api_key', ' abc', 'leading or trailing white space'),
+    ('sglang_server', 'sglang_server_api_key', 'ab cd', 'white space'),
+    ('sglang_server', 'sglang_server_api_key', 'abc\\def', 'backslash'),
+    ('sglang_server', 'sglang_server_api_key', 'schlüssel', 'non-ASCII'),
+    ('sglang_server', 'sglang_server_hf_token', "hf_'x", 'contains a quote'),
+    ('sglang_server', 'sglang_server_hf_token', 12345, 'must be a string'),
+    ('sglang_server', 'sglang_server_args', {'model-path': 'm', 'api-key': 'sk-123456'}, 'looks like a secret'),
+    ('sglang_server', 'sglang_server_args', {'model-path': 'm', 'api': 'sk-123456'}, 'looks like a secret'),
+    ('sglang_server', 'sglang_server_args', {'model-path': 'm', '--admin-api-key': 'sk-12345'}, 'looks like a secret'),
+    ('sglang_server', 'sglang_server_args', {'model-path': 'm', 'served-model-name': 'x-lab-api-key-not-a-secret'},
+     'contains sglang_server_api_key'),
+    ('sglang_server', 'sglang_server_extra_args', {'hf-token': 'hf_123456'}, 'looks like a secret'),
+    ('sglang_server', 'sglang_server_args', {'model-path': ''}, 'must name the model'),
+    ('sglang_server', 'sglang_server_args', {'model': '  '}, 'must name the model'),
+    ('sglang_server', 'sglang_server_env', {'HF_TOKEN': 'hf_x'}, 'is a secret'),
+    ('sglang_server', 'sglang_server_env', {'1BAD': 'x'}, 'not a valid environment variable name'),
+    ('sglang_server', 'sglang_server_env', {'BAD-NAME': 'x'}, 'not a valid environment variable name'),
+    ('sglang_server', 'sglang_server_extra_env', {'A': 'one\ntwo'}, 'contains a line break'),
+    ('sglang_server', 'sglang_server_extra_env', {'A': 'bell\x07'}, 'control character'),
+    ('sglang_server', 'sglang_server_extra_env', {'A': {'nested': 1}}, 'must be a string or number'),
+    ('sglang_server', 'sglang_server_extra_env', ['A=1'], 'must be a mapping'),
+    ('sglang_server', 'sglang_server_service_user', 'root', 'sglang_server_allow_root: true'),
+    ('sglang_server', 'sglang_server_unit_name', 'sglang.service', 'without ".service"'),
+    ('sglang_server', 'sglang_server_unit_name', 'my unit', 'systemd unit name'),
+    ('sglang_server', 'sglang_server_start_timeout', 0, 'seconds of at least 1'),
+    ('sglang_server', 'sglang_server_health_interval', -5, 'seconds of at least 1'),
+    ('sglang_server', 'sglang_server_health_timeout', 'soon', 'seconds of at least 1'),
+    ('sglang_server', 'sglang_server_start_limit_burst', 0, 'at least 1'),
+    ('sglang_server', 'sglang_server_limit_nofile', 10, 'at least 1024'),
+    ('sglang_server', 'sglang_server_read_write_paths', ['relative/path'], 'absolute path'),
+    ('sglang_server', 'sglang_server_config_dir', '', 'absolute path'),
+    ('sglang_server', 'sglang_server_system_call_filter', ['@system-service\n'], 'one line'),
+]
+
+
+@pytest.mark.parametrize('role, variable, value, words', BAD)
+def test_bad_input_names_the_variable_and_what_to_change(role, variable, value, words):
+    variables = dict(ROLES[role], **{variable: value})
+    errors = role_input_errors(role, variables)
+    assert len(errors) == 1, errors
+    assert variable in errors[0]
+    assert words in errors[0]
+
+
+@pytest.mark.parametrize('value', [SECRET, 'abc\ndef', 'sk-123456', 'hf_123456', 'lab-api-key-not-a-secret'])
+def test_no_message_shows_a_secret(value):
+    variables = dict(SERVER, sglang_server_api_key=value, sglang_server_hf_token=value,
+                     sglang_server_args={'model-path': 'm', 'api-key': value, 'x': 'pre' + value},
+                     sglang_server_env={'HF_TOKEN': value})
+    for error in role_input_errors('sglang_server', variables):
+        assert value not in error
+        assert value.splitlines()[0] not in error
+
+
+def test_root_is_accepted_when_allowed_on_purpose():
+    assert role_input_errors('sglang_server', dict(SERVER, sglang_server_service_user='root',
+                                                   sglang_server_allow_root=True)) == []
+    assert role_input_errors('sglang', dict(SGLANG, sglang_service_user='root',
+                                            sglang_allow_root_service_user=True)) == []
+
+
+def test_an_unknown_role_is_a_message_not_a_crash():
+    assert role_input_errors('nope', {}) == ["no input checks are defined for role 'nope'"]
+    assert role_input_errors('sglang', None) == ['the inputs of role sglang must be given as a mapping']
+
+
+@pytest.mark.parametrize('value, ok', [
+    (1, True), ('2', True), ('25%', True), ([1, '50%'], True), ('100%', True),
+    (0, False), (-1, False), ('0', False), ('0%', False), ('150%', False), ('all', False), ([], False),
+    (None, False), (True, False), (1.5, False),
+])
+def test_serial(value, ok):
+    errors = serial('deploy_serial', value)
+    assert (errors == []) is ok
+    if not ok:
+        assert 'deploy_serial' in errors[0]
+
+
+PIP_INDEX = 'sglang (0.5.9)\nAvailable versions: 0.5.9, 0.5.8, 0.5.7\n'
+
+
+def test_pip_index_versions_are_read():
+    assert parse_pip_index_versions(PIP_INDEX) == ['0.5.9', '0.5.8', '0.5.7']
+    assert parse_pip_index_versions('') == []
+
+
+def test_a_pin_the_index_lacks_is_named():
+    versions = {'sglang': '0.5.99', 'flashinfer-python': '0.6.3', 'torch': '2.9.1'}
+    listings = {
+        'sglang': {'rc': 0, 'stdout': PIP_INDEX, 'stderr': ''},
+        'flashinfer-python': {'rc': 1, 'stdout': '', 'stderr': 'ERROR: No matching distribution found for x'},
+    }
+    errors = missing_pins(versions, listings)
+    assert errors[1].startswith("sglang_version is '0.5.99', but the package index offers sglang only in: 0.5.9")
+    assert errors[0].startswith('sglang_flashinfer_version: the package index does not offer flashinfer-python')
+    assert len(errors) == 2
+
+
+def test_only_pins_that_are_not_installed_are_looked_up():
+    pip_list = '[{"name": "sglang", "version": "0.5.9"}, {"name": "flashinfer_python", "version": "0.6.2"}]'
+    versions = {'sglang': '0.5.9', 'flashinfer-python': '0.6.3', 'torch': '2.9.1'}
+    assert pins_to_look_up(pip_list, versions, ['sglang', 'flashinfer-python']) == ['flashinfer-python']
+    assert pins_to_look_up('not json', versions, ['sglang']) == ['sglang']
+    assert pins_to_look_up(['sglang==0.5.9', 'flashinfer_python==0.6.2'], versions, ['sglang', 'flashinfer-python']) == [
+        'flashinfer-python']
+
+
+def test_looped_task_results_are_read_by_item():
+    results = [{'item': 'sglang', 'rc': 0, 'stdout': PIP_INDEX, 'stderr': ''},
+               {'item': 'torch', 'skipped': True}]
+    assert missing_pins({'sglang': '0.5.8', 'torch': '0'}, results) == []
+    assert missing_pins({'sglang': '0.4'}, results)[0].startswith("sglang_version is '0.4'")
