@@ -31,7 +31,9 @@ def _this_run():
         with open('/proc/%d/cmdline' % pid, 'rb') as handle:
             # Only the playbook file names: other words of the command line may carry -e secrets.
             words = handle.read().decode('utf-8', 'replace').split('\0')
-            playbooks = [os.path.basename(w) for w in words if w.endswith(('.yml', '.yaml')) and '=' not in w]
+            playbooks = [os.path.basename(w) for previous, w in zip([''] + words, words)
+                         if w.endswith(('.yml', '.yaml')) and '=' not in w
+                         and previous not in ('-i', '--inventory', '-e', '--extra-vars')]
     except (IOError, OSError, IndexError):
         pass
     try:
