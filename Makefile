@@ -94,11 +94,12 @@ unit: venv
 collection-test: venv
 	$(BIN)/pytest tests/collection -q
 
+# The lab nodes mostly wait (boots, health polls, paced benchmarks): two scenarios at a time
+# keep both cores busy. MOLECULE_JOBS=1 runs them one after another.
+MOLECULE_JOBS ?= 2
+
 molecule: venv lab-image
-	@for s in $(SCENARIOS); do \
-	  echo "=== molecule test -s $$s"; \
-	  $(BIN)/molecule test -s $$s || exit 1; \
-	done
+	@scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS)
 
 test: lint unit collection-test molecule
 
