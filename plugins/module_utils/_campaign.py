@@ -52,9 +52,9 @@ def plan(campaigns, name, experiments):
         raise CampaignError('%s.experiments must be a non-empty list of experiment names' % where)
     missing = [s for s in steps if s not in (experiments or {})]
     if missing:
+        known_experiments = ', '.join(sorted((experiments or {}).keys()))
         raise CampaignError('%s.experiments names unknown experiments: %s; known: %s (add them to '
-                            'serving_experiments)' % (where, ', '.join(missing),
-                                                     ', '.join(sorted((experiments or {}).keys()))))
+                            'serving_experiments)' % (where, ', '.join(missing), known_experiments))
     if len(set(steps)) != len(steps):
         raise CampaignError('%s.experiments lists an experiment twice: %s' % (where, ', '.join(steps)))
     return {'name': name, 'description': entry.get('description') or '', 'experiments': list(steps)}
@@ -102,8 +102,9 @@ def table(rows, name, node, start, best, objective='output_throughput'):
         if entry.get('verdict') == 'refused':
             lines.append((entry['experiment'], 'refused', entry.get('reason') or '', '', '', '', '', ''))
             continue
-        value = '-' if entry.get('value') is None else '%s +/- %s' % (_num(entry['value'], digits),
-                                                                     _num(entry.get('stdev'), digits))
+        value = '-'
+        if entry.get('value') is not None:
+            value = '%s +/- %s' % (_num(entry['value'], digits), _num(entry.get('stdev'), digits))
         lines.append((
             entry['experiment'], (entry.get('verdict') or '-').replace('_', ' '), value,
             _num(entry.get('against'), digits),
@@ -118,8 +119,9 @@ def table(rows, name, node, start, best, objective='output_throughput'):
     start_value = _value(start, objective)[0]
     best_value = _value(best, objective)[0]
     if start_value and best_value:
-        text.append('Baseline %s %s -> best %s %s (%+.1f%%).' % (_num(start_value, digits), unit, _num(best_value, digits),
-                                                               unit, (best_value - start_value) * 100.0 / start_value))
+        gain = (best_value - start_value) * 100.0 / start_value
+        text.append('Baseline %s %s -> best %s %s (%+.1f%%).'
+                    % (_num(start_value, digits), unit, _num(best_value, digits), unit, gain))
     return text
 
 

@@ -199,9 +199,10 @@ def _fmt_spread(result, objective):
     if stdev is None:
         return '%s (1 run)' % _fmt(mean, objective)
     spread = (result.get('spread') or {}).get(objective) or {}
-    return '%s +/- %s (%d runs, %s..%s)' % (_fmt(mean, objective), _fmt(stdev, objective).split(' ')[0], count,
-                                             _fmt(spread.get('min'), objective).split(' ')[0],
-                                             _fmt(spread.get('max'), objective).split(' ')[0])
+    def bare(value):
+        return _fmt(value, objective).split(' ')[0]
+    return '%s +/- %s (%d runs, %s..%s)' % (_fmt(mean, objective), bare(stdev), count, bare(spread.get('min')),
+                                             bare(spread.get('max')))
 
 
 def noise(baseline, candidate, objective='output_throughput'):

@@ -411,7 +411,6 @@ def bench_serving_argv(python, host, port, model, served_model_name, num_prompts
             '--output-file', output_file]
 
 
-
 # Two-sided 95% quantiles of Student's t by degrees of freedom; beyond 30 the normal 1.96.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
         2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
@@ -486,9 +485,8 @@ def summarize_repeats(runs):
     merged['spread'] = dict((key, spread([r.get(key) for r in runs])) for key in OBJECTIVES)
     merged['tokens_per_joule'] = merged['spread']['tokens_per_joule']['mean']
     merged['repeats'] = len(runs)
-    merged['runs'] = [dict((k, r.get(k)) for k in ('output_throughput', 'tokens_per_joule', 'completed',
-                                                    'duration_s', 'median_ttft_ms', 'median_tpot_ms'))
-                      for r in runs]
+    run_keys = ('output_throughput', 'tokens_per_joule', 'completed', 'duration_s', 'median_ttft_ms', 'median_tpot_ms')
+    merged['runs'] = [dict((k, r.get(k)) for k in run_keys) for r in runs]
     for run, gpu in zip(merged['runs'], [r.get('gpu') or {} for r in runs]):
         run['mean_power_w'] = gpu.get('mean_power_w')
     return merged

@@ -120,7 +120,7 @@ def main():
             model=dict(type='str', required=True),
             api_key=dict(type='str', no_log=True),
             prompts=dict(type='list', elements='str', required=True),
-            max_tokens=dict(type='int', default=32),
+            max_tokens=dict(type='int', default=32, no_log=False),
             seed=dict(type='int', default=1234),
             top_logprobs=dict(type='int', default=1),
             request_timeout=dict(type='float', default=120),

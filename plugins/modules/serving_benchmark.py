@@ -282,7 +282,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
 )
 
 
-
 def _gpu_reader(module):
     nvidia_smi = find_nvidia_smi(module)
     if nvidia_smi is None:

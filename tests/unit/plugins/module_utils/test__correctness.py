@@ -35,7 +35,8 @@ WRONG = ['17', ' times', ' 23', ' is', ' 392', '.']
 PRIMES = ['2', ',', ' 3', ',', ' 5', ',']
 
 
-def _answers(first, second=PRIMES, lp=-0.1):
+def _answers(first, second=None, lp=-0.1):
+    second = PRIMES if second is None else second
     return [parse_answer(_response(first, [lp] * len(first))), parse_answer(_response(second, [lp] * len(second)))]
 
 
