@@ -199,10 +199,11 @@ def _fmt_spread(result, objective):
     if stdev is None:
         return '%s (1 run)' % _fmt(mean, objective)
     spread = (result.get('spread') or {}).get(objective) or {}
+
     def bare(value):
         return _fmt(value, objective).split(' ')[0]
-    return '%s +/- %s (%d runs, %s..%s)' % (_fmt(mean, objective), bare(stdev), count, bare(spread.get('min')),
-                                             bare(spread.get('max')))
+    low, high = bare(spread.get('min')), bare(spread.get('max'))
+    return '%s +/- %s (%d runs, %s..%s)' % (_fmt(mean, objective), bare(stdev), count, low, high)
 
 
 def noise(baseline, candidate, objective='output_throughput'):
