@@ -23,10 +23,11 @@ def test_the_known_good_settings_run_at_the_seed_rate():
 
 
 def test_the_shipped_campaign_has_winners_and_a_loser():
-    assert sim.running_requests_factor(2048) == pytest.approx(1.12)
-    assert sim.nccl_channels_factor('16') == pytest.approx(1.08)
-    assert sim.nccl_channels_factor('4') == pytest.approx(0.92)
-    assert sim.running_requests_factor(512) == pytest.approx(0.88)
+    # Effects well beyond the gate's noise on a busy test host (a few percent per run).
+    assert sim.running_requests_factor(2048) == pytest.approx(1.2)
+    assert sim.nccl_channels_factor('16') == pytest.approx(1.15)
+    assert sim.nccl_channels_factor('4') == pytest.approx(0.85)
+    assert sim.running_requests_factor(512) == pytest.approx(0.8)
     # Past the optimum the gain shrinks again.
     assert sim.running_requests_factor(4096) < sim.running_requests_factor(2048)
     assert sim.nccl_channels_factor('32') < sim.nccl_channels_factor('16')

@@ -90,8 +90,8 @@ def running_requests_factor(max_running):
     if not max_running:
         return 1.0
     if max_running <= 2048:
-        return max(0.2, 1.0 + 0.12 * math.log2(max_running / 1024.0))
-    return 1.12 - 0.05 * math.log2(max_running / 2048.0)
+        return max(0.2, 1.0 + 0.2 * math.log2(max_running / 1024.0))
+    return 1.2 - 0.08 * math.log2(max_running / 2048.0)
 
 
 def nccl_channels_factor(channels):
@@ -104,8 +104,8 @@ def nccl_channels_factor(channels):
     if channels < 1:
         return 1.0
     if channels <= 16:
-        return 1.0 + 0.08 * math.log2(channels / 8.0)
-    return 1.08 - 0.04 * math.log2(channels / 16.0)
+        return 1.0 + 0.15 * math.log2(channels / 8.0)
+    return 1.15 - 0.06 * math.log2(channels / 16.0)
 
 
 def noise_factor(seed, window, stdev=NOISE_STDEV):
