@@ -7,6 +7,8 @@ Rows:
     fact-gathering play against the same node in the same run;
   * from the end of the failed experiment's benchmark to a healthy baseline
     (experiment.yml with sm120_allreduce_fusion and force=true; read from the node's history);
+  * the gate's measured noise: one benchmark of BENCH_NOISE_REPEATS runs of the lab server (its
+    spread, and the smallest change the gate would call real between two such benchmarks);
   * the same no-op redeploy and bare play under Mitogen for Ansible (strategy mitogen_linear,
     docker connection) when the controller can import ansible_mitogen (requirements.txt pins
     it; MITOGEN_PYTHONPATH adds a folder that holds it), else a row that says it was skipped;
@@ -34,6 +36,8 @@ import time
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(REPO_ROOT, ".venv", "bin")
 NODE = os.environ.get("BENCH_NODE", "bench-gpu-node")
+NOISE_REPEATS = int(os.environ.get("BENCH_NOISE_REPEATS", "5"))
+sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
 RECAP = re.compile(r"^%s\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)" % re.escape(NODE), re.M)
 BARE_PLAY = """---
 - name: Bare fact-gathering play
@@ -140,6 +144,20 @@ def recovery_from_history(history):
     return rollback["epoch"] - fused["epoch"], rollback
 
 
+def noise_row(history):
+    """The spread of the latest benchmark, and what the gate would call inconclusive between two like it."""
+    from ansible_collections.inferops.serving.plugins.module_utils._experiment import noise
+
+    metrics = [r for r in history if r["event"] == "benchmark"][-1]["metrics"]
+    spread = metrics["spread"]["output_throughput"]
+    margin = noise(metrics, metrics)
+    return ["gate noise, %d benchmark runs (lab)" % spread["n"], "cv %.2f%%" % spread["cv_pct"],
+            "%.1f +/- %.1f tok/s (min %.1f, max %.1f, 95%% CI +/- %.1f); the gate calls a change within "
+            "+/- %.1f%% (at least serving_gate_min_effect) inconclusive; %s tok/J"
+            % (spread["mean"], spread["stdev"], spread["min"], spread["max"], spread["ci95"], margin * 100.0,
+               metrics.get("tokens_per_joule"))]
+
+
 def optional_rows(workdir, log):
     rows = []
     for script in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "revert_patch.*"))):
@@ -225,7 +243,8 @@ def main(argv):
                 rows.append(["no-op redeploy, Mitogen / bare play (default)", "%.1fx" % (m_noop / bare),
                              "%.1fx of the Mitogen bare play" % (m_noop / m_bare)])
 
-        run(playbook + ["playbooks/benchmark.yml"], log)
+        run(playbook + ["playbooks/benchmark.yml", "-e", "serving_benchmark_repeats=%d" % NOISE_REPEATS], log)
+        rows.append(noise_row(node_history(log)))
         _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", "serving_experiment=sm120_allreduce_fusion",
                                          "-e", "serving_experiment_force=true"], log, check=False)
         if proc.returncode == 0 or "rolled back" not in proc.stdout:

@@ -11,6 +11,18 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._campaign import (
+    CampaignError,
+    plan as _campaign_plan,
+    promotion as _campaign_promotion,
+    row as _campaign_row,
+    table as _campaign_table,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
+    CorrectnessError,
+    compare as _answers_compare,
+    summary as _answers_summary,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
@@ -49,11 +61,43 @@ def experiment_refusal(planned, node):
     return refusal_message(planned, node)
 
 
-def experiment_decision(baseline, candidate, max_regression=0.1, healthy=True, error=None):
+def experiment_decision(baseline, candidate, max_regression=0.1, healthy=True, error=None,
+                        objective='output_throughput', min_effect=0.02, inconclusive='rollback', lock=None):
     try:
-        return decide(baseline, candidate, max_regression, healthy, error=error)
+        return decide(baseline, candidate, max_regression, healthy, error=error, objective=objective,
+                      min_effect=min_effect, inconclusive=inconclusive, lock=lock)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0):
+    try:
+        return _answers_compare(prompts, baseline, candidate, min_agreement, max_logprob_divergence)
+    except CorrectnessError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def answers_summary(lock):
+    return _answers_summary(lock)
+
+
+def campaign_plan(campaigns, name, experiments):
+    try:
+        return _campaign_plan(campaigns, name, experiments)
+    except CampaignError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def campaign_row(decision, experiment, best, candidate, lock=None, objective='output_throughput'):
+    return _campaign_row(decision, experiment, best, candidate, lock, objective)
+
+
+def campaign_table(rows, name, node, start, best, objective='output_throughput'):
+    return _campaign_table(rows, name, node, start, best, objective)
+
+
+def campaign_promotion(variables, name, node, kept):
+    return _campaign_promotion(variables, name, node, kept)
 
 
 class FilterModule(object):
@@ -62,4 +106,10 @@ class FilterModule(object):
             'experiment_plan': experiment_plan,
             'experiment_refusal': experiment_refusal,
             'experiment_decision': experiment_decision,
+            'answers_compare': answers_compare,
+            'answers_summary': answers_summary,
+            'campaign_plan': campaign_plan,
+            'campaign_row': campaign_row,
+            'campaign_table': campaign_table,
+            'campaign_promotion': campaign_promotion,
         }

@@ -21,7 +21,10 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import difflib
+import math
 import re
+
+from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import OBJECTIVES, t95
 
 ENTRY_KEYS = ('description', 'requires', 'vars')
 _VAR_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
@@ -164,52 +167,157 @@ def refusal_message(planned, node):
     return '\n'.join(lines)
 
 
+UNITS = {'output_throughput': 'tok/s', 'tokens_per_joule': 'tok/J'}
+LABELS = {'output_throughput': 'throughput', 'tokens_per_joule': 'tokens per joule'}
+INCONCLUSIVE_ACTIONS = ('rollback', 'keep')
+
+
 def _fmt_throughput(value):
     return 'n/a' if value is None else '{0:,.1f} tok/s'.format(value)
 
 
-def decide(baseline, candidate, max_regression, healthy, error=None):
-    """Keep or roll back an experiment.
+def _fmt(value, objective):
+    if value is None:
+        return 'n/a'
+    if objective == 'tokens_per_joule':
+        return '{0:.3f} tok/J'.format(value)
+    return _fmt_throughput(value)
 
-    ``baseline`` and ``candidate`` are benchmark results (dicts with
-    ``output_throughput``; candidate may be None when the server never got
-    healthy). ``max_regression`` is the tolerated fractional drop (0.1 = 10%).
-    ``error`` is what stopped the experiment's converge (failed task and message): when the
-    experiment never got to run, that cause is the message and comes first.
-    Returns a dict with ``action`` (keep|rollback), ``change_pct`` and a
-    ``message`` that names both numbers.
+
+def _samples(result, objective):
+    """(mean, stdev or None, n) of ``objective`` in a benchmark result, old single-run records included."""
+    result = result or {}
+    spread = (result.get('spread') or {}).get(objective) or {}
+    mean = spread.get('mean') if spread.get('mean') is not None else result.get(objective)
+    return mean, spread.get('stdev'), int(spread.get('n') or (1 if mean is not None else 0))
+
+
+def _fmt_spread(result, objective):
+    mean, stdev, count = _samples(result, objective)
+    if mean is None:
+        return 'n/a'
+    if stdev is None:
+        return '%s (1 run)' % _fmt(mean, objective)
+    spread = (result.get('spread') or {}).get(objective) or {}
+
+    def bare(value):
+        return _fmt(value, objective).split(' ')[0]
+    low, high = bare(spread.get('min')), bare(spread.get('max'))
+    return '%s +/- %s (%d runs, %s..%s)' % (_fmt(mean, objective), bare(stdev), count, low, high)
+
+
+def noise(baseline, candidate, objective='output_throughput'):
+    """Relative 95% confidence half-width of the difference of the two means (Welch), or None.
+
+    A side measured once borrows the other side's standard deviation: the same server on the
+    same host drifts by about as much. Two single runs have no measured noise.
+    """
+    base_mean, base_sd, base_n = _samples(baseline, objective)
+    cand_mean, cand_sd, cand_n = _samples(candidate, objective)
+    if not base_mean or cand_mean is None:
+        return None
+    if base_sd is None and cand_sd is None:
+        return None
+    base_sd = cand_sd if base_sd is None else base_sd
+    cand_sd = base_sd if cand_sd is None else cand_sd
+    base_var = base_sd ** 2 / base_n
+    cand_var = cand_sd ** 2 / cand_n
+    total = base_var + cand_var
+    if total == 0:
+        return 0.0
+    # Welch-Satterthwaite degrees of freedom; a single run contributes none of its own.
+    denominator = ((base_var ** 2 / (base_n - 1)) if base_n > 1 else 0) + \
+        ((cand_var ** 2 / (cand_n - 1)) if cand_n > 1 else 0)
+    degrees = total ** 2 / denominator if denominator else 1
+    return t95(max(degrees, 1)) * math.sqrt(total) / base_mean
+
+
+def decide(baseline, candidate, max_regression, healthy, error=None, objective='output_throughput',
+           min_effect=0.02, inconclusive='rollback', lock=None):
+    """Keep, roll back, or call an experiment inconclusive.
+
+    ``baseline`` and ``candidate`` are benchmark results (``output_throughput``,
+    ``tokens_per_joule`` and, from repeated runs, ``spread``); candidate may be None when
+    the server never got healthy. ``error`` is what stopped the experiment's converge
+    (failed task and message): when the experiment never got to run, that cause is the
+    message and comes first. ``lock`` is the correctness lock's comparison
+    (``_correctness.compare``): changed answers roll back whatever the speed.
+
+    With a measured spread (two or more runs on either side) a change is real when it is
+    larger than the 95% confidence half-width of the difference and than ``min_effect``:
+    a real gain is kept, a real loss rolled back, anything else is inconclusive and
+    ``inconclusive`` says what happens (``rollback``: keep the baseline). Without a spread
+    the old rule holds: a drop beyond ``max_regression`` rolls back, anything else is kept.
+    Returns ``action`` (keep|rollback), ``verdict`` (kept|rolled_back|inconclusive),
+    ``reason``, ``change_pct``, ``noise_pct`` and a ``message`` that names both figures.
     """
     if max_regression is None or not 0 <= float(max_regression) < 1:
         raise ExperimentError('max_regression is a fraction in [0, 1), e.g. 0.1 for 10%%, got %r'
                               % (max_regression,))
+    if objective not in OBJECTIVES:
+        raise ExperimentError('the gate objective is one of %s, got %r' % (', '.join(OBJECTIVES), objective))
+    if min_effect is None or not 0 <= float(min_effect) < 1:
+        raise ExperimentError('min_effect is a fraction in [0, 1), e.g. 0.02 for 2%%, got %r' % (min_effect,))
+    if inconclusive not in INCONCLUSIVE_ACTIONS:
+        raise ExperimentError('what an inconclusive experiment does is one of %s, got %r'
+                              % (', '.join(INCONCLUSIVE_ACTIONS), inconclusive))
     max_regression = float(max_regression)
-    base_tp = (baseline or {}).get('output_throughput')
-    if not base_tp:
-        raise ExperimentError('the baseline benchmark has no output_throughput to compare against')
-    cand_tp = (candidate or {}).get('output_throughput')
-    change = None if cand_tp is None else (cand_tp - base_tp) / base_tp
+    min_effect = float(min_effect)
+    base_value = _samples(baseline, objective)[0]
+    if not base_value:
+        raise ExperimentError('the baseline benchmark has no %s to compare against%s'
+                              % (objective, ' (no GPU power readings)' if objective == 'tokens_per_joule' else ''))
+    cand_value = _samples(candidate, objective)[0]
+    change = None if cand_value is None else (cand_value - base_value) / base_value
     change_pct = None if change is None else round(change * 100.0, 1)
-    numbers = 'baseline %s, experiment %s' % (_fmt_throughput(base_tp), _fmt_throughput(cand_tp))
-    power = ''
+    margin = noise(baseline, candidate, objective) if cand_value is not None else None
+    noise_pct = None if margin is None else round(margin * 100.0, 1)
+    numbers = 'baseline %s, experiment %s' % (_fmt_spread(baseline, objective), _fmt_spread(candidate, objective))
+    extra = ''
     base_w = ((baseline or {}).get('gpu') or {}).get('mean_power_w')
     cand_w = ((candidate or {}).get('gpu') or {}).get('mean_power_w')
     if base_w is not None and cand_w is not None:
-        power = '; mean GPU power %.0f W -> %.0f W' % (base_w, cand_w)
+        extra = '; mean GPU power %.0f W -> %.0f W' % (base_w, cand_w)
+    base_tpj = (baseline or {}).get('tokens_per_joule')
+    cand_tpj = (candidate or {}).get('tokens_per_joule')
+    if objective != 'tokens_per_joule' and base_tpj and cand_tpj:
+        extra += ', %.3f -> %.3f tok/J' % (base_tpj, cand_tpj)
+    base = {'change_pct': change_pct, 'noise_pct': noise_pct, 'objective': objective}
+
+    def verdict(action, reason, message, name=None):
+        result = dict(base, action=action, reason=reason, message=message)
+        result['verdict'] = name or ('kept' if action == 'keep' else 'rolled_back')
+        return result
+
     if error:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'failed',
-                'message': '%s (%s)%s' % (error.strip(), numbers, power)}
+        return verdict('rollback', 'failed', '%s (%s)%s' % (error.strip(), numbers, extra))
     if not healthy:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'unhealthy',
-                'message': 'server did not become healthy with the experiment (%s)%s' % (numbers, power)}
-    if cand_tp is None or (candidate or {}).get('completed', 1) == 0:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'no_result',
-                'message': 'experiment benchmark completed no request (%s)%s' % (numbers, power)}
-    if change < -max_regression:
-        return {'action': 'rollback', 'change_pct': change_pct, 'reason': 'regression',
-                'message': 'throughput regressed %.1f%%, more than the allowed %.0f%% (%s)%s'
-                           % (change * 100.0, max_regression * 100.0, numbers, power)}
-    return {'action': 'keep', 'change_pct': change_pct, 'reason': 'within_tolerance',
-            'message': 'throughput %+.1f%% (%s)%s' % (change * 100.0, numbers, power)}
+        return verdict('rollback', 'unhealthy', 'server did not become healthy with the experiment (%s)%s'
+                       % (numbers, extra))
+    if cand_value is None or (candidate or {}).get('completed', 1) == 0:
+        return verdict('rollback', 'no_result', 'experiment benchmark completed no request (%s)%s' % (numbers, extra))
+    if lock is not None and not lock.get('ok', True):
+        return verdict('rollback', 'answers_changed', '%s; %s %+.1f%% (%s)%s'
+                       % (lock.get('message'), LABELS[objective], change * 100.0, numbers, extra))
+    label = LABELS[objective]
+    if margin is None:
+        if change < -max_regression:
+            return verdict('rollback', 'regression', '%s regressed %.1f%%, more than the allowed %.0f%% (%s)%s'
+                           % (label, change * 100.0, max_regression * 100.0, numbers, extra))
+        return verdict('keep', 'within_tolerance', '%s %+.1f%% (%s)%s' % (label, change * 100.0, numbers, extra))
+    threshold = max(margin, min_effect)
+    if abs(change) <= threshold:
+        action = 'keep' if inconclusive == 'keep' else 'rollback'
+        return verdict(action, 'inconclusive',
+                       'inconclusive: %s %+.1f%% is within the measured noise (+/- %.1f%%, at least %.0f%%); %s (%s)%s'
+                       % (label, change * 100.0, threshold * 100.0, min_effect * 100.0,
+                          'the experiment stays (serving_gate_inconclusive=keep)' if action == 'keep'
+                          else 'the baseline stays', numbers, extra), name='inconclusive')
+    if change > 0:
+        return verdict('keep', 'improved', '%s %+.1f%%, beyond the measured noise of +/- %.1f%% (%s)%s'
+                       % (label, change * 100.0, threshold * 100.0, numbers, extra))
+    return verdict('rollback', 'regression', '%s regressed %.1f%%, beyond the measured noise of +/- %.1f%% (%s)%s'
+                   % (label, change * 100.0, threshold * 100.0, numbers, extra))
 
 
 def role_options(specs):

@@ -89,9 +89,9 @@ def describe(record):
 
 def held_message(current, path, waited):
     return ('This node is locked by another run: %s. %s Nothing was changed by this run. Wait for that run to'
-            ' finish, or set serving_lock_wait (seconds) to wait for it; if that run was killed on another'
-            ' controller, remove %s on the node (or set serving_lock_break=true) and run again.'
-            % (describe(current), ('Waited %d s.' % waited) if waited else 'Not waiting (serving_lock_wait=0).', path))
+            ' finish, or set serving_node_lock_wait (seconds) to wait for it; if that run was killed on another'
+            ' controller, remove %s on the node (or set serving_node_lock_break=true) and run again.'
+            % (describe(current), ('Waited %d s.' % waited) if waited else 'Not waiting (serving_node_lock_wait=0).', path))
 
 
 def holder_is_gone(current, controller, pid_alive):

@@ -41,7 +41,7 @@ LINK_CLASSES = (
     ('unknown', 'unknown'),
 )
 
-_OUTCOME_COLOURS = {'kept': '#2e7d32', 'rolled_back': '#c62828', 'refused': '#757575'}
+_OUTCOME_COLOURS = {'kept': '#2e7d32', 'rolled_back': '#c62828', 'refused': '#757575', 'inconclusive': '#f9a825'}
 _BASELINE = '#1565c0'
 _EXPERIMENT = '#ef6c00'
 _POWER = '#8d6e63'
@@ -205,7 +205,11 @@ def _benchmarks(records):
         throughput = metrics.get('output_throughput')
         if throughput is None or record.get('epoch') is None:
             continue
+        spread = (metrics.get('spread') or {}).get('output_throughput') or {}
         points.append({'epoch': float(record['epoch']), 'throughput': float(throughput),
+                       'low': spread.get('min') if spread.get('stdev') is not None else None,
+                       'high': spread.get('max') if spread.get('stdev') is not None else None,
+                       'stdev': spread.get('stdev'), 'runs': spread.get('n'),
                        'power': (metrics.get('gpu') or {}).get('mean_power_w'),
                        'limit': (metrics.get('gpu') or {}).get('power_limit_w'),
                        'experiment': record.get('experiment')})
@@ -334,6 +338,11 @@ def throughput_chart_svg(records, width=900, height=360):
     for p in points:
         colour = _EXPERIMENT if p['experiment'] else _BASELINE
         title = '%s: %s tok/s' % (p['experiment'] or 'baseline', '{0:,.1f}'.format(p['throughput']))
+        if p.get('low') is not None and p.get('high') is not None:
+            # The spread of repeated runs: a change inside these bars is noise.
+            out.append('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>'
+                       % (x(p['epoch']), y(p['low']), x(p['epoch']), y(p['high']), colour))
+            title += ' +/- %s over %s runs (min %s, max %s)' % (p['stdev'], p['runs'], p['low'], p['high'])
         out.append(_symbol('diamond' if p['experiment'] else 'circle', x(p['epoch']), y(p['throughput']),
                            colour, size=6, title=title))
         out.append('<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s" font-weight="600">%s</text>'

@@ -9,7 +9,8 @@ node without the serving stack and can be tested against a loopback stub:
 * a streaming chat-completions client at a fixed concurrency,
 * statistics (throughput, median/p99 TTFT and TPOT),
 * parsers for ``sglang.bench_serving`` JSONL output and ``nvidia-smi`` CSV,
-* a GPU sampler thread.
+* a GPU sampler thread,
+* the spread of repeated runs and tokens per joule.
 
 Whether an experiment stays is decided in ``_experiment.py``.
 """
@@ -408,3 +409,113 @@ def bench_serving_argv(python, host, port, model, served_model_name, num_prompts
             '--random-range-ratio', '1.0',
             '--num-prompts', str(num_prompts), '--max-concurrency', str(concurrency),
             '--output-file', output_file]
+
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom; beyond 30 the normal 1.96.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
+        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
+        2.045, 2.042)
+
+
+def t95(degrees):
+    """Two-sided 95% quantile of Student's t; ``degrees`` may be fractional (Welch), rounded down."""
+    if degrees is None or degrees < 1:
+        return None
+    degrees = int(math.floor(degrees))
+    return _T95[degrees - 1] if degrees <= len(_T95) else 1.96
+
+
+def spread(values):
+    """Mean, sample standard deviation, min, max and the 95% confidence half-width of the mean.
+
+    One value has no spread: ``stdev`` and ``ci95`` are None, so that nobody reads noise into it.
+    """
+    values = [float(v) for v in values if v is not None]
+    if not values:
+        return {'n': 0, 'mean': None, 'stdev': None, 'min': None, 'max': None, 'ci95': None, 'cv_pct': None}
+    count = len(values)
+    mean = sum(values) / count
+    stdev = None
+    ci95 = None
+    cv_pct = None
+    if count > 1:
+        stdev = math.sqrt(sum((v - mean) ** 2 for v in values) / (count - 1))
+        ci95 = t95(count - 1) * stdev / math.sqrt(count)
+        cv_pct = 100.0 * stdev / mean if mean else None
+    return {'n': count, 'mean': _rounded(mean, 3), 'stdev': _rounded(stdev, 3), 'min': _rounded(min(values), 3),
+            'max': _rounded(max(values), 3), 'ci95': _rounded(ci95, 3), 'cv_pct': _rounded(cv_pct, 2)}
+
+
+def tokens_per_joule(output_throughput, gpu):
+    """Output tokens per joule of GPU energy: tok/s divided by the summed mean power of all GPUs.
+
+    None without power readings (no nvidia-smi, or a VM that hides the sensor).
+    """
+    powers = [g.get('mean_power_w') for g in (gpu or {}).get('gpus') or []]
+    powers = [p for p in powers if p]
+    if not output_throughput or not powers:
+        return None
+    return round(output_throughput / sum(powers), 4)
+
+
+# What repeated runs are compared on; the gate's objective is one of these.
+OBJECTIVES = ('output_throughput', 'tokens_per_joule')
+
+
+def summarize_repeats(runs):
+    """Fold repeated runs into one result: means at the top level, every run in ``runs``.
+
+    Each run is a summarize_requests/parse_bench_serving_jsonl result with its own ``gpu``
+    summary. The top level keeps the keys of a single run (their mean, so readers of one-run
+    results keep working) and adds ``repeats``, ``spread`` per objective and ``runs``.
+    """
+    if not runs:
+        raise ServingBenchmarkError('no benchmark run to summarize')
+    for run in runs:
+        run['tokens_per_joule'] = tokens_per_joule(run.get('output_throughput'), run.get('gpu'))
+    merged = dict(runs[-1])
+    for key in ('output_throughput', 'total_throughput', 'median_ttft_ms', 'p99_ttft_ms', 'median_tpot_ms',
+                'p99_tpot_ms', 'duration_s'):
+        values = [r.get(key) for r in runs if r.get(key) is not None]
+        merged[key] = _rounded(sum(values) / len(values)) if values else None
+    for key in ('completed', 'failed', 'total_input_tokens', 'total_output_tokens'):
+        merged[key] = sum(r.get(key) or 0 for r in runs)
+    merged['errors'] = sorted(set(e for r in runs for e in (r.get('errors') or [])))[:5]
+    merged['gpu'] = _merge_gpu([r.get('gpu') or {} for r in runs])
+    merged['spread'] = dict((key, spread([r.get(key) for r in runs])) for key in OBJECTIVES)
+    merged['tokens_per_joule'] = merged['spread']['tokens_per_joule']['mean']
+    merged['repeats'] = len(runs)
+    run_keys = ('output_throughput', 'tokens_per_joule', 'completed', 'duration_s', 'median_ttft_ms', 'median_tpot_ms')
+    merged['runs'] = [dict((k, r.get(k)) for k in run_keys) for r in runs]
+    for run, gpu in zip(merged['runs'], [r.get('gpu') or {} for r in runs]):
+        run['mean_power_w'] = gpu.get('mean_power_w')
+    return merged
+
+
+def _merge_gpu(summaries):
+    """Mean of the per-run GPU summaries (each run weighs the same, like the throughput mean)."""
+    with_samples = [s for s in summaries if s.get('samples')]
+    if not with_samples:
+        result = dict(summaries[-1]) if summaries else summarize_gpu_samples([])
+        return result
+    result = dict(with_samples[-1])
+    result['samples'] = sum(s['samples'] for s in with_samples)
+    for key in ('mean_power_w', 'power_limit_w', 'mean_util_pct', 'power_fraction'):
+        values = [s.get(key) for s in with_samples if s.get(key) is not None]
+        result[key] = _rounded(sum(values) / len(values), 3 if key == 'power_fraction' else 1) if values else None
+    maxima = [s.get('max_power_w') for s in with_samples if s.get('max_power_w') is not None]
+    result['max_power_w'] = max(maxima) if maxima else None
+    gpus = []
+    for index in range(max(len(s.get('gpus') or []) for s in with_samples)):
+        rows = [s['gpus'][index] for s in with_samples if index < len(s.get('gpus') or [])]
+        row = {'index': index}
+        for key in ('mean_power_w', 'mean_util_pct', 'power_limit_w'):
+            values = [r.get(key) for r in rows if r.get(key) is not None]
+            row[key] = _rounded(sum(values) / len(values), 1) if values else None
+        maxima = [r.get('max_power_w') for r in rows if r.get('max_power_w') is not None]
+        row['max_power_w'] = max(maxima) if maxima else None
+        gpus.append(row)
+    result['gpus'] = gpus
+    errors = [e for s in summaries for e in (s.get('sample_errors') or [])]
+    result['sample_errors'] = errors[:3]
+    return result

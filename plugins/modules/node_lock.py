@@ -73,7 +73,7 @@ EXAMPLES = r'''
 - name: Lock the node against other runs
   inferops.serving.node_lock:
     purpose: deploy
-    wait: "{{ serving_lock_wait | default(0) }}"
+    wait: "{{ serving_node_lock_wait | default(0) }}"
 
 - name: Release the node
   inferops.serving.node_lock:

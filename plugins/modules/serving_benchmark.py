@@ -85,6 +85,13 @@ options:
     description: Seconds between two C(nvidia-smi) readings.
     type: float
     default: 1.0
+  repeats:
+    description:
+      - Runs of the same load, one after another. With two or more the result carries the spread
+        (mean, standard deviation, min, max, 95% confidence half-width) that a gate needs to tell a
+        real change from run-to-run noise; top-level figures are the means over the runs.
+    type: int
+    default: 1
 seealso:
   - module: inferops.serving.history
 notes:
@@ -110,6 +117,12 @@ EXAMPLES = r'''
     output_len: 1024
     num_prompts: 512
     concurrency: 64
+
+- name: Three runs, to know the noise
+  inferops.serving.serving_benchmark:
+    model: glm-5
+    repeats: 3
+  register: __bench
 '''
 
 RETURN = r'''
@@ -118,6 +131,27 @@ benchmark:
   returned: success, not in check mode
   type: dict
   contains:
+    repeats:
+      description: Runs the figures are averaged over.
+      type: int
+      sample: 3
+    spread:
+      description:
+        - Per objective (C(output_throughput), C(tokens_per_joule)), over the runs - C(n), C(mean), C(stdev),
+          C(min), C(max), C(ci95) (95% confidence half-width of the mean) and C(cv_pct). C(stdev) and C(ci95)
+          are null for a single run.
+      type: dict
+      sample: {output_throughput: {n: 3, mean: 1861.2, stdev: 24.1, min: 1838.0, max: 1886.0, ci95: 59.9, cv_pct: 1.29}}
+    runs:
+      description: Each run's C(output_throughput), C(tokens_per_joule), C(mean_power_w), C(completed), C(duration_s) and medians.
+      type: list
+      elements: dict
+    tokens_per_joule:
+      description:
+        - Output tokens per joule of GPU energy - output tokens per second divided by the summed mean power of all
+          GPUs, mean over the runs. Null without power readings.
+      type: float
+      sample: 0.93
     mode:
       description: Client that generated the load.
       type: str
@@ -243,6 +277,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     parse_bench_serving_jsonl,
     run_chat_benchmark,
     summarize_gpu_samples,
+    summarize_repeats,
     summarize_requests,
 )
 
@@ -294,6 +329,19 @@ def _run_bench_serving(module, params):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _one_run(module, params, run, reader):
+    # Power is sampled per run, so that each run has its own tokens per joule.
+    if reader is None:
+        metrics = run(module, params)
+        metrics['gpu'] = summarize_gpu_samples([])
+        metrics['gpu']['sample_errors'] = [] if not params['sample_gpus'] else ['nvidia-smi not found']
+        return metrics
+    with GpuSampler(reader, params['sample_interval']) as sampler:
+        metrics = run(module, params)
+    metrics['gpu'] = sampler.summary()
+    return metrics
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -311,11 +359,12 @@ def main():
             python=dict(type='path', default='/opt/sglang/venv/bin/python'),
             sample_gpus=dict(type='bool', default=True),
             sample_interval=dict(type='float', default=1.0),
+            repeats=dict(type='int', default=1),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    for key in ('num_prompts', 'concurrency', 'input_len', 'output_len'):
+    for key in ('num_prompts', 'concurrency', 'input_len', 'output_len', 'repeats'):
         if params[key] < 1:
             module.fail_json(msg='%s must be at least 1, got %d' % (key, params[key]))
     if params['sample_interval'] <= 0:
@@ -325,15 +374,11 @@ def main():
 
     run = _run_bench_serving if params['mode'] == 'sglang' else _run_builtin
     reader = _gpu_reader(module) if params['sample_gpus'] else None
+    runs = []
     try:
-        if reader is None:
-            metrics = run(module, params)
-            metrics['gpu'] = summarize_gpu_samples([])
-            metrics['gpu']['sample_errors'] = [] if not params['sample_gpus'] else ['nvidia-smi not found']
-        else:
-            with GpuSampler(reader, params['sample_interval']) as sampler:
-                metrics = run(module, params)
-            metrics['gpu'] = sampler.summary()
+        for _repeat in range(params['repeats']):
+            runs.append(_one_run(module, params, run, reader))
+        metrics = summarize_repeats(runs)
     except ServingBenchmarkError as exc:
         module.fail_json(msg=str(exc))
     metrics.update(mode=params['mode'], num_prompts=params['num_prompts'], concurrency=params['concurrency'],

@@ -94,3 +94,35 @@ def test_history_tells_the_story(history):
 def test_history_belongs_to_the_service_user(host):
     history = host.file(HISTORY)
     assert history.user == "sglang" and history.mode == 0o640
+
+
+def test_history_shows_the_spread_and_energy(history):
+    benchmarks = [r for r in history if r["event"] == "benchmark"]
+    repeated = [r["metrics"] for r in benchmarks if r["metrics"].get("repeats") == 3]
+    assert repeated, [r["metrics"].get("repeats") for r in benchmarks]
+    spread = repeated[-1]["spread"]["output_throughput"]
+    assert spread["n"] == 3 and spread["stdev"] is not None and spread["min"] <= spread["mean"] <= spread["max"]
+    # 8 simulated GPUs at about 250 W: roughly 1,867 / 2,000 tokens per joule.
+    assert 0.5 < repeated[-1]["tokens_per_joule"] < 1.5
+    assert len(repeated[-1]["runs"]) == 3
+
+
+def test_history_keeps_the_verdicts_and_where_answers_parted(history):
+    experiments = {r["experiment"]: r for r in history if r["event"] == "experiment" and r.get("campaign") is None}
+    assert experiments["lab_within_noise"]["outcome"] == "inconclusive"
+    assert experiments["lab_within_noise"]["noise_pct"] is not None
+    wrong = experiments["lab_fast_but_wrong"]
+    assert wrong["outcome"] == "rolled_back" and wrong["reason"] == "answers_changed"
+    assert wrong["answers"]["agreement"] < 0.9 and wrong["answers"]["first_difference"]["position"] == 6
+    assert wrong["experiment_throughput"] > wrong["baseline_throughput"]
+
+
+def test_campaign_is_recorded_with_its_promotion(history):
+    campaigns = [r for r in history if r["event"] == "campaign"]
+    assert len(campaigns) == 1
+    campaign = campaigns[0]
+    assert campaign["campaign"] == "pcie_throughput"
+    assert campaign["kept"] == ["max_running_requests_2048", "nccl_min_nchannels_16"]
+    assert campaign["promotion"]["sglang_server_extra_args"]["max-running-requests"] == 2048
+    assert campaign["promotion"]["sglang_server_extra_env"]["NCCL_MIN_NCHANNELS"] == "16"
+    assert [row["verdict"] for row in campaign["rows"]] == ["kept", "kept", "rolled_back"]

@@ -62,7 +62,7 @@ def test_holder_gone_only_when_it_ran_on_this_controller():
 def test_the_message_says_who_since_when_and_what_to_do():
     message = held_message(make_record(ALICE, 'boot-1', 1771509223.0), '/var/lib/inferops-serving/node.lock', 0)
     assert 'alice@ops-1 (pid 4242, deploy.yml, deploy) since 2026-02-19T13:53:43Z' in message
-    assert 'serving_lock_wait' in message and 'Nothing was changed' in message
+    assert 'serving_node_lock_wait' in message and 'Nothing was changed' in message
 
 
 @pytest.mark.parametrize('text', ['', '{"run', '[]', '{"run_id": ""}'])

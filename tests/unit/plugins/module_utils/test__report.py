@@ -149,3 +149,15 @@ def test_the_report_card_shows_the_running_configuration_else_the_last_baseline(
     assert view['bench_is_current'] and view['metrics']['output_throughput'] == 236.0
     assert view['running_experiment'] == 'fused'
     assert report_view([], {})['last_bench'] is None
+
+
+def test_chart_draws_the_spread_of_repeated_runs():
+    from ansible_collections.inferops.serving.plugins.module_utils._report import throughput_chart_svg
+    records = [{'event': 'benchmark', 'epoch': 1000.0, 'experiment': None,
+                'metrics': {'output_throughput': 1866.0, 'gpu': {'mean_power_w': 250.0, 'power_limit_w': 600.0},
+                            'spread': {'output_throughput': {'n': 3, 'mean': 1866.0, 'stdev': 27.5,
+                                                             'min': 1838.0, 'max': 1893.0}}}},
+               {'event': 'experiment', 'epoch': 1100.0, 'experiment': 'lab_within_noise', 'outcome': 'inconclusive'}]
+    svg = throughput_chart_svg(records)
+    assert '+/- 27.5 over 3 runs (min 1838.0, max 1893.0)' in svg
+    assert 'lab_within_noise: inconclusive' in svg and '#f9a825' in svg

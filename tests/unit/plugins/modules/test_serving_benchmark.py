@@ -97,3 +97,15 @@ def test_sglang_mode_needs_the_venv(tmp_path, capsys):
     result = run({'mode': 'sglang', 'model': 'glm-5', 'python': str(tmp_path / 'missing' / 'python'),
                   'sample_gpus': False}, capsys)
     assert result['failed'] and 'mode=builtin' in result['msg']
+
+
+def test_repeats_report_the_spread_and_tokens_per_joule(server_url, fake_nvidia_smi, capsys):
+    result = run({'base_url': server_url, 'model': 'glm-5', 'num_prompts': 4, 'concurrency': 2,
+                  'input_len': 4, 'output_len': 5, 'sample_interval': 0.01, 'repeats': 3}, capsys)
+    bench = result['benchmark']
+    assert bench['repeats'] == 3 and len(bench['runs']) == 3 and bench['completed'] == 12
+    spread = bench['spread']['output_throughput']
+    assert spread['n'] == 3 and spread['stdev'] is not None and spread['min'] <= spread['mean'] <= spread['max']
+    # 375 W over both GPUs.
+    assert bench['tokens_per_joule'] == pytest.approx(bench['output_throughput'] / 375.0, rel=0.05)
+    assert all(r['mean_power_w'] == 187.5 for r in bench['runs'])

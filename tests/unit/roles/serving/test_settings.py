@@ -41,6 +41,11 @@ def run(tmp_path, **settings):
     ({'serving_benchmark_mode': 'fast'}, 'serving_benchmark_mode'),
     ({'serving_max_regression': 'ten percent'}, 'serving_max_regression'),
     ({'serving_experiments': ['sm120_allreduce_fusion']}, 'serving_experiments'),
+    ({'serving_benchmark_repeats': 0}, 'serving_benchmark_repeats is 1 or more (got 0'),
+    ({'serving_gate_objective': 'latency'}, 'serving_gate_objective'),
+    ({'serving_gate_inconclusive': 'maybe'}, 'serving_gate_inconclusive'),
+    ({'serving_lock_min_agreement': 1.5}, 'serving_lock_min_agreement is a fraction in [0, 1] (got 1.5)'),
+    ({'serving_lock_prompts': []}, 'serving_lock_prompts needs at least one prompt'),
 ])
 def test_a_wrong_setting_stops_the_run_before_the_node_is_touched(tmp_path, settings, message):
     rc, output = run(tmp_path, **settings)

@@ -2,9 +2,12 @@
 """Simulated ``sglang.launch_server`` for the lab node (see README.md beside this package)."""
 
 import argparse
+import hashlib
 import hmac
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -19,6 +22,15 @@ FUSION_WITHOUT_P2P_TOK_S = 236.0
 BASELINE_LOAD = {"power_w": 250, "util_pct": 35}
 FUSION_WITHOUT_P2P_LOAD = {"power_w": 125, "util_pct": 15}
 LOAD_FILE = "/run/inferops-lab/gpu-load.json"
+# Run-to-run noise: the rate wanders by this relative standard deviation, a new draw every
+# NOISE_WINDOW_S seconds from a generator seeded with INFEROPS_LAB_SIM_SEED (a real node drifts
+# by a few percent between identical benchmark runs: clocks, thermals, other tenants).
+NOISE_STDEV = 0.02
+NOISE_WINDOW_S = 0.5
+# Greedy answers come from this vocabulary, chosen by a hash of the prompt and the position.
+VOCAB = ("the", "sum", "of", "seventeen", "and", "twenty", "three", "is", "three", "hundred", "ninety", "one",
+         "def", "fib", "return", "while", "loop", "prime", "two", "five", "seven", "eleven", "GPU", "PCIe",
+         "allreduce", "host", "memory", "copies", "every", "step", "because", "no", "peer", "access")
 TOKENS_PER_CHUNK = 4
 # KV-cache size the simulated scheduler reports (sglang:max_total_num_tokens); token_usage is
 # the share of it held by the requests in flight.
@@ -47,7 +59,7 @@ def parse_args(argv):
     parser.add_argument("--api-key")
     parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true")
     parser.add_argument("--enable-metrics", action="store_true")
-    parser.add_argument("--max-running-requests", type=int)
+    parser.add_argument("--max-running-requests", type=int, default=None)
     args, ignored = parser.parse_known_args(argv)
     return args, ignored
 
@@ -227,12 +239,46 @@ class _NoMetrics:
 NO_METRICS = _NoMetrics()
 
 
+def running_requests_factor(max_running):
+    """Throughput relative to --max-running-requests 1024 (the known-good server).
+
+    Larger batches amortise each PCIe allreduce over more tokens, up to about 2048; beyond it
+    KV-cache pressure (preemption, recomputation) takes part of the gain back.
+    """
+    if not max_running:
+        return 1.0
+    if max_running <= 2048:
+        return max(0.2, 1.0 + 0.2 * math.log2(max_running / 1024.0))
+    return 1.2 - 0.08 * math.log2(max_running / 2048.0)
+
+
+def nccl_channels_factor(channels):
+    """Throughput relative to NCCL_MIN_NCHANNELS=8: more channels overlap more host-memory copies
+    up to about 16; beyond that they take SMs from the model for little gain."""
+    try:
+        channels = int(channels)
+    except (TypeError, ValueError):
+        return 1.0
+    if channels < 1:
+        return 1.0
+    if channels <= 16:
+        return 1.0 + 0.15 * math.log2(channels / 8.0)
+    return 1.15 - 0.06 * math.log2(channels / 16.0)
+
+
+def noise_factor(seed, window, stdev=NOISE_STDEV):
+    """The rate's relative wander in one time window: the same seed and window, the same draw."""
+    return max(0.5, random.Random("%s:%d" % (seed, window)).gauss(1.0, stdev))
+
+
 class TokenBudget:
     """One output rate shared by every request in flight, like a saturated GPU batch."""
 
-    def __init__(self, rate, load):
+    def __init__(self, rate, load, seed="0", stdev=NOISE_STDEV):
         self.rate = rate
         self.load = load
+        self.seed = seed
+        self.stdev = stdev
         self.lock = threading.Lock()
         self.next_slot = time.monotonic()
         self.active = 0
@@ -241,7 +287,8 @@ class TokenBudget:
         with self.lock:
             now = time.monotonic()
             start = max(now, self.next_slot)
-            self.next_slot = start + tokens / self.rate
+            rate = self.rate * noise_factor(self.seed, int(time.time() / NOISE_WINDOW_S), self.stdev)
+            self.next_slot = start + tokens / rate
             ready = self.next_slot
         delay = ready - time.monotonic()
         if delay > 0:
@@ -270,6 +317,28 @@ class TokenBudget:
             os.replace(tmp, LOAD_FILE)
         except OSError as exc:
             log("cannot write %s: %s" % (LOAD_FILE, exc))
+
+
+def greedy_answer(prompt, max_tokens, diverge_at=None):
+    """The deterministic "greedy" answer to ``prompt``: tokens with their log-probabilities.
+
+    From token ``diverge_at`` on (INFEROPS_LAB_SIM_DIVERGE_AT, a kernel that computes wrong
+    sums), the tokens and their log-probabilities change, as a wrong allreduce would change them.
+    """
+    tokens = []
+    for position in range(max_tokens):
+        wrong = diverge_at is not None and position >= diverge_at
+        digest = hashlib.sha256(("%s|%d|%s" % (prompt, position, "wrong" if wrong else "")).encode()).digest()
+        word = VOCAB[digest[0] % len(VOCAB)]
+        logprob = -round(0.02 + (digest[1] / 255.0) * (2.5 if wrong else 0.6), 4)
+        tokens.append((" " + word if position else word, logprob))
+    return tokens
+
+
+def logprobs_content(tokens, top):
+    return {"content": [{"token": token, "bytes": list(token.encode()), "logprob": logprob,
+                         "top_logprobs": [{"token": token, "bytes": list(token.encode()), "logprob": logprob}][:top]}
+                        for token, logprob in tokens]}
 
 
 def count_prompt_tokens(messages):
@@ -370,13 +439,17 @@ def make_handler(state):
                 else:
                     budget.take(max_tokens)
                     metrics.tokens(ident, max_tokens)
-                    text = " ".join(WORDS[i % len(WORDS)] for i in range(max_tokens))
+                    prompt = " ".join(str(m.get("content", "")) for m in request.get("messages") or []
+                                      if isinstance(m, dict))
+                    tokens = greedy_answer(prompt, max_tokens, state["diverge_at"])
+                    choice = {"index": 0, "message": {"role": "assistant", "content": "".join(t for t, _lp in tokens)},
+                              "finish_reason": "length"}
+                    if request.get("logprobs"):
+                        choice["logprobs"] = logprobs_content(tokens, int(request.get("top_logprobs") or 0))
                     self._send_json(200, {
                         "id": "chatcmpl-" + uuid.uuid4().hex, "object": "chat.completion",
                         "created": int(time.time()), "model": state["served"],
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                     "finish_reason": "length"}],
-                        "usage": usage})
+                        "choices": [choice], "usage": usage})
                 aborted = False
             except (BrokenPipeError, ConnectionResetError):
                 pass
@@ -424,22 +497,35 @@ def main(argv=None):
     fusion = args.enable_flashinfer_allreduce_fusion
     p2p = topology_has_p2p()
     slow = fusion and p2p is False
-    rate = float(os.environ.get("INFEROPS_LAB_SIM_RATE") or (FUSION_WITHOUT_P2P_TOK_S if slow else BASELINE_TOK_S))
-    load = FUSION_WITHOUT_P2P_LOAD if slow else BASELINE_LOAD
+    channels = os.environ.get("NCCL_MIN_NCHANNELS")
+    base = float(os.environ.get("INFEROPS_LAB_SIM_RATE") or (FUSION_WITHOUT_P2P_TOK_S if slow else BASELINE_TOK_S))
+    settings_factor = running_requests_factor(args.max_running_requests) * nccl_channels_factor(channels)
+    rate = base * settings_factor
+    # Busier GPUs draw more power, but less than in proportion: tokens per joule improve with speed.
+    load = FUSION_WITHOUT_P2P_LOAD if slow else {
+        "power_w": round(BASELINE_LOAD["power_w"] * (0.4 + 0.6 * settings_factor)),
+        "util_pct": min(100, round(BASELINE_LOAD["util_pct"] * settings_factor))}
+    diverge = os.environ.get("INFEROPS_LAB_SIM_DIVERGE_AT")
+    noise = float(os.environ.get("INFEROPS_LAB_SIM_NOISE") or NOISE_STDEV)
     state = {
         "model": args.model_path,
         "served": served,
         "api_key": args.api_key,
         "ready": threading.Event(),
-        "budget": TokenBudget(rate, load),
+        "budget": TokenBudget(rate, load, os.environ.get("INFEROPS_LAB_SIM_SEED", "0"), noise),
         "metrics": Metrics(served, args.max_running_requests) if args.enable_metrics else None,
+        "diverge_at": int(diverge) if diverge not in (None, "") else None,
         "info": {"model_path": args.model_path, "served_model_name": served, "tp_size": args.tensor_parallel_size,
-                 "enable_flashinfer_allreduce_fusion": fusion, "p2p": p2p, "ignored_flags": len(ignored)},
+                 "enable_flashinfer_allreduce_fusion": fusion, "p2p": p2p, "ignored_flags": len(ignored),
+                 "max_running_requests": args.max_running_requests, "nccl_min_nchannels": channels,
+                 "noise_stdev": noise, "answers_diverge_at": diverge},
     }
     log("SIMULATED server (no GPU, no model): model=%s served as %s, tp=%d, allreduce fusion=%s, P2P=%s, "
-        "%.0f tok/s, auth=%s, metrics=%s, %d other flags accepted"
-        % (args.model_path, served, args.tensor_parallel_size, fusion, p2p, rate,
-           "on" if args.api_key else "off", "on" if args.enable_metrics else "off", len(ignored)))
+        "max running requests=%s, NCCL_MIN_NCHANNELS=%s, %.0f tok/s +/- %.0f%% noise, answers diverge at %s, "
+        "auth=%s, metrics=%s, %d other flags accepted"
+        % (args.model_path, served, args.tensor_parallel_size, fusion, p2p, args.max_running_requests, channels,
+           rate, noise * 100, diverge or "never", "on" if args.api_key else "off",
+           "on" if args.enable_metrics else "off", len(ignored)))
     server = Server((args.host, args.port), make_handler(state))
 
     def load_model():

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The correctness lock: the same prompts, greedy, before and after a change; compare the answers.
+
+A change to a collective kernel can return wrong sums and still serve, faster. Greedy decoding
+(temperature 0, fixed seed) makes the answers a function of the weights and the arithmetic, so
+the baseline's answers are the reference: an experiment whose answers drift beyond the
+thresholds is rolled back like a slow one.
+
+Answers are compared token by token. Where the server returns per-token log-probabilities
+(SGLang's OpenAI-compatible chat completions with ``logprobs: true``: ``choices[0].logprobs.
+content[i].token`` and ``.logprob``), the tokens are the server's own and the log-probabilities
+of the tokens both runs agree on are compared too; otherwise the text is split on whitespace.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+# Characters of text shown either side of the first differing token.
+CONTEXT_CHARS = 60
+
+
+class CorrectnessError(Exception):
+    """A response or a setting the lock cannot work with."""
+
+
+def request_body(model, prompt, max_tokens, seed, top_logprobs=1):
+    """A greedy chat completion: the same prompt gives the same answer on the same arithmetic."""
+    body = {
+        'model': model,
+        'messages': [{'role': 'user', 'content': prompt}],
+        'max_tokens': max_tokens,
+        'temperature': 0,
+        'seed': seed,
+        'stream': False,
+    }
+    if top_logprobs:
+        body['logprobs'] = True
+        body['top_logprobs'] = top_logprobs
+    return body
+
+
+def parse_answer(response):
+    """Text, tokens and per-token log-probabilities (None when absent) of one chat completion."""
+    if not isinstance(response, dict) or not response.get('choices'):
+        raise CorrectnessError('the server answered without choices: %r' % (str(response)[:300],))
+    choice = response['choices'][0]
+    message = choice.get('message') or {}
+    # A reasoning parser (glm45) moves the first part of the answer to reasoning_content.
+    text = (message.get('reasoning_content') or '') + (message.get('content') or '')
+    content = (choice.get('logprobs') or {}).get('content')
+    if content:
+        tokens = [entry.get('token', '') for entry in content]
+        logprobs = [entry.get('logprob') for entry in content]
+        if any(lp is None for lp in logprobs):
+            logprobs = None
+    else:
+        tokens = text.split()
+        logprobs = None
+    return {'text': text, 'tokens': tokens, 'logprobs': logprobs,
+            'finish_reason': choice.get('finish_reason')}
+
+
+def _context(tokens, position):
+    """The text around token ``position``: what came before, and the differing part onwards."""
+    before = ''.join(tokens[:position]) if _joined(tokens) else ' '.join(tokens[:position])
+    after = ''.join(tokens[position:]) if _joined(tokens) else ' '.join(tokens[position:])
+    return {'before': before[-CONTEXT_CHARS:], 'from': after[:CONTEXT_CHARS]}
+
+
+def _joined(tokens):
+    # Server tokens carry their own spaces ("Ġ" decoded to " "); whitespace-split words do not.
+    return any(t[:1].isspace() or t[-1:].isspace() for t in tokens if t)
+
+
+def compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0):
+    """Compare two lists of ``parse_answer`` results for the same ``prompts``.
+
+    Token agreement is the share of token positions, over all prompts, that lie in the common
+    prefix of the two answers (greedy answers that part at one token rarely meet again).
+    Log-probability divergence is the largest absolute difference of the log-probability of a
+    token both answers agree on. Returns ``ok``, ``agreement``, ``max_logprob_divergence``
+    (None without log-probabilities), per-prompt ``prompts`` and, when not ok, a ``message``
+    that says where the answers parted: prompt, first differing token and the text around it.
+    """
+    if not 0 <= float(min_agreement) <= 1:
+        raise CorrectnessError('serving_lock_min_agreement is a fraction in [0, 1], got %r' % (min_agreement,))
+    if float(max_logprob_divergence) < 0:
+        raise CorrectnessError('serving_lock_max_logprob_divergence is 0 or more (nats), got %r'
+                               % (max_logprob_divergence,))
+    if len(baseline) != len(prompts) or len(candidate) != len(prompts):
+        raise CorrectnessError('%d prompts, but %d baseline and %d experiment answers'
+                               % (len(prompts), len(baseline), len(candidate)))
+    agreed = 0
+    total = 0
+    worst_lp = None
+    rows = []
+    for index, (prompt, base, cand) in enumerate(zip(prompts, baseline, candidate)):
+        base_tokens, cand_tokens = base['tokens'], cand['tokens']
+        prefix = 0
+        while prefix < min(len(base_tokens), len(cand_tokens)) and base_tokens[prefix] == cand_tokens[prefix]:
+            prefix += 1
+        length = max(len(base_tokens), len(cand_tokens))
+        agreed += prefix
+        total += length
+        divergence = None
+        if base.get('logprobs') is not None and cand.get('logprobs') is not None and prefix:
+            divergence = max(abs(a - b) for a, b in zip(base['logprobs'][:prefix], cand['logprobs'][:prefix]))
+            worst_lp = divergence if worst_lp is None else max(worst_lp, divergence)
+        row = {'index': index, 'prompt': prompt, 'tokens': length, 'agreed': prefix,
+               'max_logprob_divergence': None if divergence is None else round(divergence, 4),
+               'first_difference': None}
+        if prefix < length:
+            row['first_difference'] = {
+                'position': prefix,
+                'baseline': _context(base_tokens, prefix),
+                'experiment': _context(cand_tokens, prefix),
+            }
+        rows.append(row)
+    agreement = 1.0 if total == 0 else agreed / float(total)
+    failures = []
+    if agreement < float(min_agreement):
+        failures.append('token agreement %.1f%% is below serving_lock_min_agreement %.1f%%'
+                        % (agreement * 100.0, float(min_agreement) * 100.0))
+    if worst_lp is not None and worst_lp > float(max_logprob_divergence):
+        failures.append('log-probabilities of agreed tokens differ by up to %.3f, more than '
+                        'serving_lock_max_logprob_divergence %.3f' % (worst_lp, float(max_logprob_divergence)))
+    result = {
+        'ok': not failures,
+        'agreement': round(agreement, 4),
+        'max_logprob_divergence': None if worst_lp is None else round(worst_lp, 4),
+        'prompts': rows,
+        'message': '',
+    }
+    if failures:
+        result['message'] = 'answers changed: %s%s' % ('; '.join(failures), _where(rows))
+    return result
+
+
+def _where(rows):
+    parted = [row for row in rows if row['first_difference'] is not None]
+    if not parted:
+        return ''
+    row = parted[0]
+    diff = row['first_difference']
+    return ('. First difference: prompt %d (%r) at token %d of %d: baseline ...%s[%s]..., experiment ...%s[%s]...'
+            ' (%d of %d prompts differ)'
+            % (row['index'] + 1, row['prompt'][:60], diff['position'], row['tokens'],
+               diff['baseline']['before'], diff['baseline']['from'],
+               diff['experiment']['before'], diff['experiment']['from'], len(parted), len(rows)))
+
+
+def summary(lock):
+    """What the history keeps of a comparison: the figures and where answers first parted."""
+    if not lock:
+        return None
+    parted = [row for row in lock.get('prompts') or [] if row.get('first_difference')]
+    return {'ok': lock.get('ok'), 'agreement': lock.get('agreement'),
+            'max_logprob_divergence': lock.get('max_logprob_divergence'),
+            'prompts_differing': len(parted),
+            'first_difference': None if not parted else dict(parted[0]['first_difference'], prompt=parted[0]['prompt']),
+            'message': lock.get('message') or ''}

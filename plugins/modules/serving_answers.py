@@ -1,0 +1,155 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: serving_answers
+short_description: Ask a running SGLang server a fixed prompt set with greedy decoding
+version_added: 0.1.0
+description:
+  - Sends each prompt as an OpenAI-compatible chat completion with temperature 0, a fixed seed and
+    O(max_tokens), asking for per-token log-probabilities (SGLang's C(logprobs)/C(top_logprobs)), and
+    returns the answers token by token. Run before and after a change, the two results are what the
+    correctness lock compares (filter C(inferops.serving.answers_compare)).
+  - The API key travels in the C(Authorization) header only; it is never part of the arguments of a
+    process or of the result.
+  - The module only reads and runs in check mode as well.
+author:
+  - inferops.serving maintainers (!UNKNOWN)
+options:
+  base_url:
+    description: Where the server listens, normally the node's own loopback.
+    type: str
+    default: http://127.0.0.1:8000
+  model:
+    description: Served model name.
+    type: str
+    required: true
+  api_key:
+    description: API key of the server, sent as a bearer token.
+    type: str
+  prompts:
+    description: The prompts, each sent as one user message.
+    type: list
+    elements: str
+    required: true
+  max_tokens:
+    description: Tokens per answer. A few dozen show a change in the arithmetic without a long wait.
+    type: int
+    default: 32
+  seed:
+    description: Sampling seed sent with each request (greedy decoding does not need it; it pins what might sample).
+    type: int
+    default: 1234
+  top_logprobs:
+    description:
+      - Alternatives per position whose log-probabilities the server returns; 0 asks for no log-probabilities
+        (then tokens are the answer's whitespace-separated words).
+    type: int
+    default: 1
+  request_timeout:
+    description: Seconds one answer may take.
+    type: float
+    default: 120
+seealso:
+  - module: inferops.serving.serving_benchmark
+'''
+
+EXAMPLES = r'''
+- name: Record the baseline's answers
+  inferops.serving.serving_answers:
+    model: glm-5
+    api_key: "{{ sglang_server_api_key }}"
+    prompts:
+      - What is 17 times 23?
+      - Name the capital of Australia.
+  register: __answers
+'''
+
+RETURN = r'''
+answers:
+  description: One entry per prompt, in order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    text:
+      description: The answer (reasoning content first, when the server separates it).
+      type: str
+      sample: "17 times 23 is 391."
+    tokens:
+      description: The answer's tokens as the server returned them, or its words without log-probabilities.
+      type: list
+      elements: str
+    logprobs:
+      description: Log-probability of each token; null when the server returned none.
+      type: list
+      elements: float
+    finish_reason:
+      description: Why generation stopped (C(length) at O(max_tokens)).
+      type: str
+      sample: length
+logprobs:
+  description: Whether the server returned log-probabilities for every answer.
+  returned: always
+  type: bool
+  sample: true
+'''
+
+import json
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.urls import open_url
+from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
+    CorrectnessError,
+    parse_answer,
+    request_body,
+)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            base_url=dict(type='str', default='http://127.0.0.1:8000'),
+            model=dict(type='str', required=True),
+            api_key=dict(type='str', no_log=True),
+            prompts=dict(type='list', elements='str', required=True),
+            max_tokens=dict(type='int', default=32, no_log=False),
+            seed=dict(type='int', default=1234),
+            top_logprobs=dict(type='int', default=1),
+            request_timeout=dict(type='float', default=120),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not params['prompts']:
+        module.fail_json(msg='prompts is empty: the correctness lock needs at least one prompt')
+    if params['max_tokens'] < 1 or params['top_logprobs'] < 0:
+        module.fail_json(msg='max_tokens must be at least 1 and top_logprobs 0 or more')
+    url = params['base_url'].rstrip('/') + '/v1/chat/completions'
+    headers = {'Content-Type': 'application/json'}
+    if params['api_key']:
+        headers['Authorization'] = 'Bearer %s' % params['api_key']
+    answers = []
+    for index, prompt in enumerate(params['prompts']):
+        body = request_body(params['model'], prompt, params['max_tokens'], params['seed'], params['top_logprobs'])
+        try:
+            response = open_url(url, data=json.dumps(body), headers=headers, method='POST',
+                                timeout=params['request_timeout'])
+            answers.append(parse_answer(json.loads(response.read())))
+        except CorrectnessError as exc:
+            module.fail_json(msg='prompt %d: %s' % (index + 1, exc))
+        except Exception as exc:  # pylint: disable=broad-except  # urllib raises several types; all mean "no answer"
+            module.fail_json(msg='prompt %d: no answer from %s: %s' % (index + 1, url, to_native(exc)))
+    module.exit_json(changed=False, answers=answers,
+                     logprobs=all(answer['logprobs'] is not None for answer in answers))
+
+
+if __name__ == '__main__':
+    main()

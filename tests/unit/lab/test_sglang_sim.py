@@ -1,0 +1,61 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The lab's simulated server: rates that respond to the campaign's settings, seeded noise, and
+greedy answers that change only under INFEROPS_LAB_SIM_DIVERGE_AT."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import statistics
+import sys
+
+import pytest
+
+SIM = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'molecule', 'resources', 'lab', 'sglang_sim')
+sys.path.insert(0, os.path.abspath(SIM))
+
+from inferops_lab_sglang_sim import launch_server as sim  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def test_the_known_good_settings_run_at_the_seed_rate():
+    assert sim.running_requests_factor(1024) == 1.0 and sim.nccl_channels_factor('8') == 1.0
+    assert sim.running_requests_factor(None) == 1.0 and sim.nccl_channels_factor(None) == 1.0
+
+
+def test_the_shipped_campaign_has_winners_and_a_loser():
+    # Effects well beyond the gate's noise on a busy test host (a few percent per run).
+    assert sim.running_requests_factor(2048) == pytest.approx(1.2)
+    assert sim.nccl_channels_factor('16') == pytest.approx(1.15)
+    assert sim.nccl_channels_factor('4') == pytest.approx(0.85)
+    assert sim.running_requests_factor(512) == pytest.approx(0.8)
+    # Past the optimum the gain shrinks again.
+    assert sim.running_requests_factor(4096) < sim.running_requests_factor(2048)
+    assert sim.nccl_channels_factor('32') < sim.nccl_channels_factor('16')
+
+
+def test_noise_is_seeded_and_about_two_percent():
+    draws = [sim.noise_factor('7', window) for window in range(2000)]
+    assert draws == [sim.noise_factor('7', window) for window in range(2000)]
+    assert draws != [sim.noise_factor('8', window) for window in range(2000)]
+    assert statistics.mean(draws) == pytest.approx(1.0, abs=0.005)
+    assert statistics.pstdev(draws) == pytest.approx(0.02, abs=0.003)
+
+
+def test_greedy_answers_are_deterministic_with_logprobs():
+    first = sim.greedy_answer('What is 17 multiplied by 23?', 32)
+    assert first == sim.greedy_answer('What is 17 multiplied by 23?', 32)
+    assert len(first) == 32 and all(lp < 0 for _token, lp in first)
+    assert first != sim.greedy_answer('List the first ten prime numbers.', 32)
+
+
+def test_a_wrong_kernel_changes_answers_from_the_given_token_on():
+    right = sim.greedy_answer('What is 17 multiplied by 23?', 32)
+    wrong = sim.greedy_answer('What is 17 multiplied by 23?', 32, diverge_at=6)
+    assert wrong[:6] == right[:6]
+    assert [token for token, _lp in wrong[6:]] != [token for token, _lp in right[6:]]
+
+
+def test_logprobs_follow_sglang_chat_format():
+    content = sim.logprobs_content([('17', -0.1), (' times', -0.2)], 1)['content']
+    assert content[0] == {'token': '17', 'bytes': [49, 55], 'logprob': -0.1,
+                          'top_logprobs': [{'token': '17', 'bytes': [49, 55], 'logprob': -0.1}]}

@@ -1,0 +1,127 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The correctness lock compares greedy answers token by token and says where they parted."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
+    CorrectnessError,
+    compare,
+    parse_answer,
+    request_body,
+    summary,
+)
+
+PROMPTS = ['What is 17 multiplied by 23?', 'List the first ten prime numbers.']
+
+
+def _response(tokens, logprobs=None, reasoning=None):
+    """A chat completion as SGLang 0.5.9 returns it with logprobs=true (ChoiceLogprobs.content)."""
+    choice = {'index': 0, 'message': {'role': 'assistant', 'content': ''.join(tokens)}, 'finish_reason': 'length'}
+    if reasoning is not None:
+        choice['message']['reasoning_content'] = reasoning
+    if logprobs is not None:
+        choice['logprobs'] = {'content': [
+            {'token': t, 'bytes': list(t.encode()), 'logprob': lp,
+             'top_logprobs': [{'token': t, 'bytes': list(t.encode()), 'logprob': lp}]}
+            for t, lp in zip(tokens, logprobs)]}
+    return {'id': 'chatcmpl-1', 'object': 'chat.completion', 'choices': [choice]}
+
+
+RIGHT = ['17', ' times', ' 23', ' is', ' 391', '.']
+WRONG = ['17', ' times', ' 23', ' is', ' 392', '.']
+PRIMES = ['2', ',', ' 3', ',', ' 5', ',']
+
+
+def _answers(first, second=None, lp=-0.1):
+    second = PRIMES if second is None else second
+    return [parse_answer(_response(first, [lp] * len(first))), parse_answer(_response(second, [lp] * len(second)))]
+
+
+def test_request_is_greedy_with_a_seed_and_logprobs():
+    body = request_body('glm-5', 'hi', 32, 1234, 1)
+    assert body['temperature'] == 0 and body['seed'] == 1234 and body['max_tokens'] == 32
+    assert body['logprobs'] is True and body['top_logprobs'] == 1 and body['stream'] is False
+    assert 'logprobs' not in request_body('glm-5', 'hi', 32, 1234, 0)
+
+
+def test_parse_reads_sglang_tokens_and_logprobs():
+    answer = parse_answer(_response(RIGHT, [-0.01, -0.2, -0.03, -0.1, -0.4, -0.05]))
+    assert answer['tokens'] == RIGHT and answer['logprobs'][4] == -0.4 and answer['text'] == '17 times 23 is 391.'
+
+
+def test_parse_without_logprobs_falls_back_to_words():
+    answer = parse_answer(_response(RIGHT))
+    assert answer['tokens'] == ['17', 'times', '23', 'is', '391.'] and answer['logprobs'] is None
+
+
+def test_reasoning_content_is_part_of_the_answer():
+    assert parse_answer(_response(['391'], reasoning='thinking '))['text'] == 'thinking 391'
+
+
+def test_parse_refuses_an_answer_without_choices():
+    with pytest.raises(CorrectnessError, match='without choices'):
+        parse_answer({'error': 'overloaded'})
+
+
+def test_identical_answers_pass():
+    result = compare(PROMPTS, _answers(RIGHT), _answers(RIGHT))
+    assert result['ok'] and result['agreement'] == 1.0 and result['max_logprob_divergence'] == 0.0
+    assert result['message'] == ''
+
+
+def test_a_wrong_sum_fails_and_says_where():
+    result = compare(PROMPTS, _answers(RIGHT), _answers(WRONG), min_agreement=0.9)
+    assert not result['ok']
+    assert result['agreement'] == pytest.approx(10 / 12.0, abs=1e-4)
+    first = result['prompts'][0]['first_difference']
+    assert first['position'] == 4
+    assert first['baseline'] == {'before': '17 times 23 is', 'from': ' 391.'}
+    assert first['experiment'] == {'before': '17 times 23 is', 'from': ' 392.'}
+    assert "First difference: prompt 1 ('What is 17 multiplied by 23?') at token 4 of 6" in result['message']
+    assert 'baseline ...17 times 23 is[ 391.]..., experiment ...17 times 23 is[ 392.]...' in result['message']
+    assert '(1 of 2 prompts differ)' in result['message']
+
+
+def test_agreement_threshold_is_a_setting():
+    assert compare(PROMPTS, _answers(RIGHT), _answers(WRONG), min_agreement=0.8)['ok']
+
+
+def test_logprob_divergence_on_agreed_tokens_fails():
+    result = compare(PROMPTS, _answers(RIGHT, lp=-0.1), _answers(RIGHT, lp=-1.6), max_logprob_divergence=1.0)
+    assert not result['ok'] and result['agreement'] == 1.0
+    assert result['max_logprob_divergence'] == pytest.approx(1.5)
+    assert 'log-probabilities of agreed tokens differ by up to 1.500' in result['message']
+
+
+def test_small_logprob_noise_passes():
+    assert compare(PROMPTS, _answers(RIGHT, lp=-0.1), _answers(RIGHT, lp=-0.12))['ok']
+
+
+def test_without_logprobs_only_tokens_count():
+    base = [parse_answer(_response(RIGHT)), parse_answer(_response(PRIMES))]
+    result = compare(PROMPTS, base, base)
+    assert result['ok'] and result['max_logprob_divergence'] is None
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'min_agreement': 1.5}, 'serving_lock_min_agreement'),
+    ({'max_logprob_divergence': -1}, 'serving_lock_max_logprob_divergence'),
+])
+def test_bad_thresholds_are_named(kwargs, message):
+    with pytest.raises(CorrectnessError, match=message):
+        compare(PROMPTS, _answers(RIGHT), _answers(RIGHT), **kwargs)
+
+
+def test_answer_counts_must_match_the_prompts():
+    with pytest.raises(CorrectnessError, match='2 prompts, but 2 baseline and 1 experiment answers'):
+        compare(PROMPTS, _answers(RIGHT), _answers(RIGHT)[:1])
+
+
+def test_summary_keeps_the_first_difference():
+    kept = summary(compare(PROMPTS, _answers(RIGHT), _answers(WRONG)))
+    assert kept['prompts_differing'] == 1 and kept['first_difference']['position'] == 4
+    assert kept['first_difference']['prompt'] == PROMPTS[0]
+    assert summary(None) is None

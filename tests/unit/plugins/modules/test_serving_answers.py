@@ -1,0 +1,83 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+from ansible_collections.inferops.serving.plugins.modules import serving_answers
+
+KEY = 'sk-test-0123456789'
+SEEN = []
+
+
+class _Server(BaseHTTPRequestHandler):
+    """Answers like SGLang 0.5.9's chat completions with logprobs=true (ChoiceLogprobs)."""
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+        SEEN.append(body)
+        if self.headers.get('Authorization') != 'Bearer %s' % KEY:
+            self.send_response(401)
+            self.end_headers()
+            return
+        prompt = body['messages'][0]['content']
+        tokens = [prompt.split()[0]] + [' w%d' % i for i in range(body['max_tokens'] - 1)]
+        answer = {'choices': [{'index': 0, 'message': {'role': 'assistant', 'content': ''.join(tokens)},
+                               'finish_reason': 'length',
+                               'logprobs': {'content': [{'token': t, 'bytes': [], 'logprob': -0.5, 'top_logprobs': []}
+                                                        for t in tokens]}}]}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server_url():
+    del SEEN[:]
+    server = ThreadingHTTPServer(('127.0.0.1', 0), _Server)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield 'http://127.0.0.1:%d' % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def run(args, capsys):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            serving_answers.main()
+    out = capsys.readouterr().out
+    return out, json.loads(out)
+
+
+def test_answers_are_greedy_tokens_with_logprobs_and_the_key_stays_out(server_url, capsys):
+    out, result = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY,
+                       'prompts': ['alpha one', 'bravo two'], 'max_tokens': 4}, capsys)
+    assert result['changed'] is False and result['logprobs'] is True
+    assert [a['tokens'] for a in result['answers']] == [['alpha', ' w0', ' w1', ' w2'], ['bravo', ' w0', ' w1', ' w2']]
+    assert result['answers'][0]['logprobs'] == [-0.5] * 4
+    assert all(b['temperature'] == 0 and b['seed'] == 1234 and b['logprobs'] is True for b in SEEN)
+    assert KEY not in out
+
+
+def test_a_refused_request_names_the_prompt_not_the_key(server_url, capsys):
+    out, result = run({'base_url': server_url, 'model': 'glm-5', 'api_key': 'wrong-key-42',
+                       'prompts': ['alpha']}, capsys)
+    assert result['failed'] is True and result['msg'].startswith('prompt 1: no answer from ')
+    assert '401' in result['msg'] and 'wrong-key-42' not in out
+
+
+def test_an_empty_prompt_set_is_refused(capsys):
+    _out, result = run({'model': 'glm-5', 'prompts': []}, capsys)
+    assert result['failed'] is True and 'at least one prompt' in result['msg']
