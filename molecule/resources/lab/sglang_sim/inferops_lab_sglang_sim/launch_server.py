@@ -43,6 +43,7 @@ def parse_args(argv):
     parser.add_argument("--tensor-parallel-size", "--tp-size", type=int, default=1)
     parser.add_argument("--api-key")
     parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true")
+    parser.add_argument("--enable-metrics", action="store_true")
     args, ignored = parser.parse_known_args(argv)
     return args, ignored
 
@@ -162,6 +163,21 @@ def make_handler(state):
                     {"id": state["served"], "object": "model", "owned_by": "sglang", "root": state["model"],
                      "max_model_len": 202752}]})
                 return
+            if self.path == "/metrics" and state["metrics"]:
+                # SGLang 0.5.9's gauge names (Prometheus text format), one series per model.
+                labels = '{model_name="%s"}' % state["served"]
+                text = ("# HELP sglang:num_running_reqs The number of running requests.\n"
+                        "# TYPE sglang:num_running_reqs gauge\n"
+                        "sglang:num_running_reqs%s %.1f\n"
+                        "# HELP sglang:num_queue_reqs The number of requests in the waiting queue.\n"
+                        "# TYPE sglang:num_queue_reqs gauge\n"
+                        "sglang:num_queue_reqs%s 0.0\n" % (labels, state["budget"].active, labels)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(text)))
+                self.end_headers()
+                self.wfile.write(text)
+                return
             if self.path == "/server_info":
                 self._send_json(200, {"simulator": True, "rate_tok_s": state["budget"].rate, **state["info"]})
                 return
@@ -253,6 +269,7 @@ def main(argv=None):
         "model": args.model_path,
         "served": served,
         "api_key": args.api_key,
+        "metrics": args.enable_metrics,
         "ready": threading.Event(),
         "budget": TokenBudget(rate, load),
         "info": {"model_path": args.model_path, "served_model_name": served, "tp_size": args.tensor_parallel_size,
