@@ -131,6 +131,9 @@ def build_router_command(spec, args, defaults=None):
     argv = [] if errors else render_argv(mapping, spec, spellings)
     port = pick('--port', 'port', 30000)
     prometheus_port = pick('--prometheus-port', 'prometheus_port')
+    if errors:
+        # A value may be what was wrong (a port that is no number): nothing more is derived.
+        port = prometheus_port = None
     return {
         'argv': argv,
         'exec_args': systemd_command_line(argv) if not errors else '',
