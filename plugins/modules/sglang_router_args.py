@@ -15,9 +15,10 @@ description:
   - Reads C(sglang_router/router_args.py) of the router installed in O(venv_path) with C(ast) (nothing is
     imported) and checks every flag, value type and choice of O(args) against it, the way
     C(python -m sglang_router.launch_router) parses them.
-  - Refuses secrets on the command line (C(--api-key), C(--control-plane-api-keys), database passwords and URLs)
+  - "Refuses secrets on the command line (C(--api-key), C(--control-plane-api-keys), database passwords and URLs)
     and worker lists (C(--worker-urls), service discovery, prefill/decode): the collection registers workers
-    through the router's C(/workers) API, each with the workers' own API key.
+    through the router's C(/workers) API, each with the workers' own API key."
+
   - Changes nothing; the result is the same in check mode.
 author:
   - inferops.serving maintainers (!UNKNOWN)

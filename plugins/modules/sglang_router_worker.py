@@ -26,7 +26,7 @@ options:
     type: str
     required: true
   router_api_key:
-    description: The router's client key (C(--api-key) of the router); sent as C(Authorization: Bearer).
+    description: The router's client key (C(--api-key) of the router), sent as a bearer token.
     type: str
   url:
     description: The worker's URL as the router reaches it, e.g. C(http://10.0.0.11:8000).

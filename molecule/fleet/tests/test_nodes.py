@@ -14,3 +14,17 @@ def test_node_runs_the_new_argument(host):
 def test_node_reports_its_requests(host):
     metrics = host.run("curl -sf -H 'Authorization: Bearer lab-api-key-not-a-secret' http://127.0.0.1:8000/metrics")
     assert metrics.rc == 0 and "sglang:num_running_reqs" in metrics.stdout
+
+
+def test_replica_ranks(host):
+    name = host.backend.get_hostname()
+    unit = host.file("/etc/systemd/system/sglang.service").content_string
+    if name == "fleet-node-1":
+        assert "--nnodes" not in unit
+        return
+    first = host.backend.run_local(
+        "docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' fleet-node-2").stdout.strip()
+    rank = {"fleet-node-2": 0, "fleet-node-3": 1}[name]
+    assert "--nnodes 2" in unit
+    assert "--node-rank %d" % rank in unit
+    assert "--dist-init-addr %s:20000" % first in unit

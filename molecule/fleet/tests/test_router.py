@@ -50,14 +50,21 @@ def test_clients_need_the_key(host):
     assert without == "401"
 
 
-def test_router_routes_to_the_three_nodes_again(host):
+def _address(host, name):
+    return host.backend.run_local(
+        "docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' %s" % name).stdout.strip()
+
+
+def test_router_routes_to_node_1_and_to_rank_0_of_the_replica(host):
     answer = host.run("curl -sf -H 'Authorization: Bearer %s' http://127.0.0.1:30000/workers" % CLIENT_KEY)
     assert answer.rc == 0, answer.stderr
     workers = json.loads(answer.stdout)["workers"]
-    assert len(workers) == 3 and all(w["is_healthy"] for w in workers), workers
+    assert all(w["is_healthy"] for w in workers), workers
     assert {w["model_id"] for w in workers} == {"glm-5"}
+    expected = {"http://%s:8000" % _address(host, name) for name in ("fleet-node-1", "fleet-node-2")}
+    assert {w["url"] for w in workers} == expected
     ready = host.run("curl -s http://127.0.0.1:30000/readiness").stdout
-    assert json.loads(ready)["healthy_workers"] == 3
+    assert json.loads(ready)["healthy_workers"] == 2
 
 
 def test_prometheus_listener(host):
