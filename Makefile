@@ -25,7 +25,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 export LAB_IMAGE
 
-.PHONY: help venv docker lab-image lab-node lab-destroy demo lint yamllint ansible-lint sanity \
+.PHONY: help venv docker lab-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
         unit collection-test changelog-lint molecule test bench clean
 
 help:
@@ -82,7 +82,11 @@ sanity: venv $(ANSIBLE_TEST_GET_PIP)
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
 
-lint: yamllint ansible-lint changelog-lint sanity
+# Between roles and playbooks: argument specs against defaults, unread variables, private reads.
+roles-lint: venv
+	$(BIN)/python scripts/lint_roles.py
+
+lint: yamllint ansible-lint roles-lint changelog-lint sanity
 
 unit: venv
 	$(BIN)/pytest tests/unit -q

@@ -7,13 +7,18 @@ Rows:
     fact-gathering play against the same node in the same run;
   * from the end of the failed experiment's benchmark to a healthy baseline
     (experiment.yml with sm120_allreduce_fusion and force=true; read from the node's history);
+  * the same no-op redeploy and bare play under Mitogen for Ansible (strategy mitogen_linear,
+    docker connection) when the controller can import ansible_mitogen (requirements.txt pins
+    it; MITOGEN_PYTHONPATH adds a folder that holds it), else a row that says it was skipped;
   * the revert ratio from bench/revert_patch.* and the topology ratio from
     bench/topology_runtime.py, when those scripts are present.
 
-Each run starts a new lab node (container `bench-gpu-node`) and removes it at the end, so
-the table is rerunnable. Needs the lab image (`make lab-image`).
+The no-op redeploy runs with ansible.posix.profile_tasks: the log lists where its time goes.
 
-Usage: deploy_bench.py [--keep-node] [--json FILE]
+Each run starts a new lab node (container `bench-gpu-node`, or BENCH_NODE) and removes it at the
+end, so the table is rerunnable. Needs the lab image (`make lab-image`; LAB_IMAGE picks it).
+
+Usage: deploy_bench.py [--keep-node] [--json FILE] [--skip-extras]
 """
 
 import argparse
@@ -28,7 +33,7 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(REPO_ROOT, ".venv", "bin")
-NODE = "bench-gpu-node"
+NODE = os.environ.get("BENCH_NODE", "bench-gpu-node")
 RECAP = re.compile(r"^%s\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)" % re.escape(NODE), re.M)
 BARE_PLAY = """---
 - name: Bare fact-gathering play
@@ -38,7 +43,7 @@ BARE_PLAY = """---
 """
 
 
-def env():
+def env(extra=None):
     result = dict(os.environ)
     result.update({
         "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
@@ -47,12 +52,13 @@ def env():
         "ANSIBLE_FORCE_COLOR": "0",
         "PATH": BIN + os.pathsep + result.get("PATH", ""),
     })
+    result.update(extra or {})
     return result
 
 
-def run(argv, log, check=True):
+def run(argv, log, check=True, extra_env=None):
     start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
     elapsed = time.perf_counter() - start
     with open(log, "a") as handle:
@@ -73,9 +79,12 @@ def recap(output):
 
 def make_inventory(workdir):
     os.makedirs(os.path.join(workdir, "group_vars", "gpu_nodes"))
-    with open(os.path.join(workdir, "hosts.yml"), "w") as handle:
-        handle.write("gpu_nodes:\n  hosts:\n    %s:\n      ansible_connection: community.docker.docker\n"
-                     "      ansible_user: root\n      ansible_python_interpreter: /usr/bin/python3\n" % NODE)
+    for name, connection in (("hosts.yml", "community.docker.docker"), ("hosts-mitogen.yml", "docker")):
+        # Mitogen replaces the connection plugin it knows by its short name only.
+        with open(os.path.join(workdir, name), "w") as handle:
+            handle.write("gpu_nodes:\n  hosts:\n    %s:\n      ansible_connection: %s\n"
+                         "      ansible_user: root\n      ansible_python_interpreter: /usr/bin/python3\n"
+                         % (NODE, connection))
     # The lab inventory's settings and the experiment scenario's short benchmarks.
     sources = sorted(glob.glob(os.path.join(REPO_ROOT, "inventories", "lab", "group_vars", "gpu_nodes", "*.yml")))
     sources.append(os.path.join(REPO_ROOT, "molecule", "experiment", "inventory", "group_vars", "gpu_nodes",
@@ -89,8 +98,34 @@ def make_inventory(workdir):
 
 
 def lab_node(state, log):
+    image = ["-e", "lab_image=%s" % os.environ["LAB_IMAGE"]] if os.environ.get("LAB_IMAGE") else []
     run([os.path.join(BIN, "ansible-playbook"), "molecule/resources/lab/lab-node.yml",
-         "-e", "lab_node_name=%s" % NODE, "-e", "lab_node_state=%s" % state], log)
+         "-e", "lab_node_name=%s" % NODE, "-e", "lab_node_state=%s" % state] + image, log)
+
+
+PROFILE_LINE = re.compile(r"^(?P<task>.+?) -+ (?P<seconds>[0-9.]+)s$", re.M)
+
+
+def slowest_tasks(output, count=5):
+    """The slowest tasks profile_tasks printed, as 'name (seconds)'."""
+    found = [(float(m.group("seconds")), m.group("task").strip()) for m in PROFILE_LINE.finditer(output)]
+    return ["%s (%.1f s)" % (task, seconds) for seconds, task in sorted(found, reverse=True)[:count]]
+
+
+def mitogen_env():
+    """Environment that runs a play under Mitogen's linear strategy, or None when it is not installed."""
+    extra = {}
+    if os.environ.get("MITOGEN_PYTHONPATH"):
+        extra["PYTHONPATH"] = os.environ["MITOGEN_PYTHONPATH"]
+    probe = subprocess.run([os.path.join(BIN, "python"), "-c",
+                            "import os, ansible_mitogen; print(os.path.dirname(ansible_mitogen.__file__))"],
+                           env=env(extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                           check=False)
+    if probe.returncode != 0:
+        return None
+    extra.update({"ANSIBLE_STRATEGY_PLUGINS": os.path.join(probe.stdout.strip(), "plugins", "strategy"),
+                  "ANSIBLE_STRATEGY": "mitogen_linear"})
+    return extra
 
 
 def node_history(log):
@@ -139,6 +174,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--keep-node", action="store_true", help="leave the lab node running afterwards")
     parser.add_argument("--json", dest="json_file", help="also write the table as JSON here")
+    parser.add_argument("--skip-extras", action="store_true",
+                        help="leave out the revert and topology scripts (their own rows)")
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="inferops-bench-")
@@ -154,6 +191,10 @@ def main(argv):
         full, proc = run(playbook + ["deploy.yml"], log)
         rows.append(["full deploy, fresh lab node", "%.1f s" % full, "changed=%d" % recap(proc.stdout)["changed"]])
 
+        # Profiled once to show where the time goes; the timed runs below use the default callbacks.
+        _elapsed, proc = run(playbook + ["deploy.yml"], log,
+                             extra_env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"})
+        slowest = slowest_tasks(proc.stdout)
         noop, proc = run(playbook + ["deploy.yml"], log)
         noop_recap = recap(proc.stdout)
         if noop_recap["changed"]:
@@ -162,10 +203,31 @@ def main(argv):
         rows.append(["no-op redeploy (changed=0)", "%.1f s" % noop, "%d tasks ok" % noop_recap["ok"]])
         rows.append(["bare fact-gathering play", "%.1f s" % bare, "same node, same run"])
         rows.append(["no-op redeploy / bare play", "%.1fx" % (noop / bare), ""])
+        rows.append(["slowest no-op tasks (profile_tasks)", slowest[0] if slowest else "n/a", "; ".join(slowest[1:])])
+
+        mitogen = mitogen_env()
+        if mitogen is None:
+            rows.append(["no-op redeploy / bare play, Mitogen", "skipped",
+                         "ansible_mitogen not importable: pip install mitogen (requirements.txt), "
+                         "or set MITOGEN_PYTHONPATH"])
+        else:
+            mitogen_playbook = [os.path.join(BIN, "ansible-playbook"), "-i",
+                                os.path.join(workdir, "hosts-mitogen.yml"), "-l", NODE]
+            m_noop, proc = run(mitogen_playbook + ["deploy.yml"], log, check=False, extra_env=mitogen)
+            m_recap = recap(proc.stdout) if proc.returncode == 0 else None
+            if m_recap is None or m_recap["changed"]:
+                rows.append(["no-op redeploy, Mitogen", "failed", "rc=%d, see %s" % (proc.returncode, log)])
+            else:
+                m_bare, _proc = run(mitogen_playbook + [os.path.join(workdir, "bare.yml")], log, extra_env=mitogen)
+                rows.append(["no-op redeploy, Mitogen (changed=0)", "%.1f s" % m_noop,
+                             "strategy mitogen_linear, docker connection"])
+                rows.append(["bare fact-gathering play, Mitogen", "%.1f s" % m_bare, ""])
+                rows.append(["no-op redeploy, Mitogen / bare play (default)", "%.1fx" % (m_noop / bare),
+                             "%.1fx of the Mitogen bare play" % (m_noop / m_bare)])
 
         run(playbook + ["playbooks/benchmark.yml"], log)
-        _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", "experiment=sm120_allreduce_fusion",
-                                         "-e", "force=true"], log, check=False)
+        _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", "serving_experiment=sm120_allreduce_fusion",
+                                         "-e", "serving_experiment_force=true"], log, check=False)
         if proc.returncode == 0 or "rolled back" not in proc.stdout:
             raise SystemExit("the forced experiment was not rolled back; see %s" % log)
         recovery, rollback = recovery_from_history(node_history(log))
@@ -177,7 +239,8 @@ def main(argv):
     finally:
         if not args.keep_node:
             lab_node("absent", log)
-    rows.extend(optional_rows(workdir, log))
+    if not args.skip_extras:
+        rows.extend(optional_rows(workdir, log))
 
     width = [max(len(str(r[i])) for r in rows + [["measurement", "value", "note"]]) for i in range(3)]
     line = "| %s | %s | %s |"

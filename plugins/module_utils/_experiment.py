@@ -181,7 +181,7 @@ def decide(baseline, candidate, max_regression, healthy, error=None):
     """
     if max_regression is None or not 0 <= float(max_regression) < 1:
         raise ExperimentError('max_regression is a fraction in [0, 1), e.g. 0.1 for 10%%, got %r'
-                                    % (max_regression,))
+                              % (max_regression,))
     max_regression = float(max_regression)
     base_tp = (baseline or {}).get('output_throughput')
     if not base_tp:

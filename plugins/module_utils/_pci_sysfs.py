@@ -14,6 +14,11 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+    bridge_link_class,
+    normalize_bus_id,
+)
+
 NVIDIA_VENDOR_ID = "0x10de"
 # PCI base class 0x03: display controller (VGA 0x0300, 3D 0x0302). Data-centre
 # GPUs report 3D, workstation cards VGA; both count.
@@ -60,17 +65,6 @@ def check_root(sysfs_root):
         return sorted(os.listdir(devices_dir))
     except OSError as exc:
         raise PciSysfsError("cannot list %s: %s" % (devices_dir, exc))
-
-
-def normalize_bdf(bus_id):
-    """`00000000:01:00.0` (nvidia-smi) or `0000:01:00.0` (sysfs) -> `0000:01:00.0`."""
-    if bus_id is None:
-        return None
-    text = bus_id.strip().lower()
-    if not _BDF.match(text):
-        return text
-    domain, rest = text.split(":", 1)
-    return "%04x:%s" % (int(domain, 16), rest)
 
 
 def _device_info(device_dir, bdf):
@@ -133,7 +127,7 @@ def list_gpus(sysfs_root):
         driver = os.path.basename(os.path.realpath(driver_link)) if os.path.islink(driver_link) else None
         width = _read_int(os.path.join(link, "current_link_width"))
         gpus.append({
-            "bdf": normalize_bdf(name),
+            "bdf": normalize_bus_id(name),
             "vendor_id": vendor.lower(),
             "device_id": (_read(os.path.join(link, "device")) or "").lower() or None,
             "class": pci_class.lower(),
@@ -174,17 +168,4 @@ def link_class(first, second):
     """
     if first["host_bridge"] is None or first["host_bridge"] != second["host_bridge"]:
         return "NODE" if first["numa_node"] == second["numa_node"] else "SYS"
-    path_a = first["pci_path"]
-    path_b = second["pci_path"]
-    shared = 0
-    for bridge_a, bridge_b in zip(path_a, path_b):
-        if bridge_a != bridge_b:
-            break
-        shared += 1
-    if shared == 0:
-        return "PHB"
-    # Two downstream ports of one switch count as the single bridge of PIX:
-    # nvidia-smi prints PIX for a GPU and a NIC on different ports of one switch.
-    if len(path_a) - shared <= 1 and len(path_b) - shared <= 1:
-        return "PIX"
-    return "PXB"
+    return bridge_link_class(first["pci_path"], second["pci_path"])

@@ -408,4 +408,3 @@ def bench_serving_argv(python, host, port, model, served_model_name, num_prompts
             '--random-range-ratio', '1.0',
             '--num-prompts', str(num_prompts), '--max-concurrency', str(concurrency),
             '--output-file', output_file]
-

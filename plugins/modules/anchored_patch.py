@@ -232,27 +232,17 @@ from ansible_collections.inferops.serving.plugins.module_utils._anchored_patch i
     plan,
     removals,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._commands import (
+    run_c,
+    site_packages_dirs,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
-    DistRecordError,
-    interpreter_site_packages,
     venv_python,
 )
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
 
 
 def interpreter(module):
     return venv_python(module.params["venv"], module.params["python"])
-
-
-def search_dirs(module):
-    if module.params["site_packages"]:
-        return [module.params["site_packages"]]
-    try:
-        return interpreter_site_packages(lambda argv: module.run_command(argv, environ_update=C_LOCALE),
-                                         interpreter(module))
-    except DistRecordError as exc:
-        module.fail_json(msg=str(exc))
 
 
 def wheel_fetcher(module):
@@ -265,7 +255,7 @@ def wheel_fetcher(module):
             cmd = [python, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
                    "--only-binary", ":all:", "--dest", workdir,
                    "%s==%s" % (info["distribution"], info["installed_version"])] + module.params["pip_extra_args"]
-            rc, stdout, stderr = module.run_command(cmd, environ_update=C_LOCALE)
+            rc, stdout, stderr = run_c(module, cmd)
             if rc != 0:
                 module.fail_json(msg="could not download the wheel of %s %s to restore %s: %s" % (
                     info["distribution"], info["installed_version"], info["path"], stderr.strip()),
@@ -316,7 +306,7 @@ def main():
     params = module.params
     result = dict(changed=False, files=[], patched=[], restored=[], drifted=[], invalidated=[])
     try:
-        inspected = plan(params["files"], params["state"], search_dirs(module), params["pristine_dir"])
+        inspected = plan(params["files"], params["state"], site_packages_dirs(module), params["pristine_dir"])
     except AnchoredPatchError as exc:
         module.fail_json(msg="patch %s: %s" % (params["name"], exc), problems=exc.problems, **result)
 

@@ -128,28 +128,16 @@ pristine:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.inferops.serving.plugins.module_utils._commands import (
+    site_packages_dirs,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     DistRecordError,
     find_distribution,
-    interpreter_site_packages,
     load_record,
     normalize_name,
-    venv_python,
     verify,
 )
-
-C_LOCALE = {"LANG": "C", "LC_ALL": "C"}
-
-
-def search_dirs(module):
-    if module.params["site_packages"]:
-        return [module.params["site_packages"]]
-    python = venv_python(module.params["venv"], module.params["python"])
-    python = module.get_bin_path(python, required=True) if "/" not in python else python
-    try:
-        return interpreter_site_packages(lambda argv: module.run_command(argv, environ_update=C_LOCALE), python)
-    except DistRecordError as exc:
-        module.fail_json(msg=str(exc))
 
 
 def main():
@@ -170,7 +158,7 @@ def main():
     result = dict(changed=False, installed=False, name=normalize_name(name), version="", site_packages="",
                   dist_info="", modified=[], missing=[], checked=0, unhashed=0, pristine=False)
     try:
-        dist = find_distribution(search_dirs(module), name)
+        dist = find_distribution(site_packages_dirs(module), name)
         if dist is None:
             module.exit_json(**result)
         report = verify(dist["site_packages"], load_record(dist), module.params["paths"])

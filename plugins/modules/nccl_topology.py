@@ -263,15 +263,30 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
-from ansible_collections.inferops.serving.plugins.module_utils._nccl_topology import (
+from ansible_collections.inferops.serving.plugins.module_utils._commands import (
+    NVIDIA_SMI_DIRS,
+    find_nvidia_smi,
+    run_c,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
     QUERY_GPU_FIELDS,
     TopologyError,
-    build_facts,
-    parse_nccl_xml,
-    parse_p2p_matrix,
-    parse_query_gpu,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
     parse_topo_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_merge import (
+    build_facts,
     sysfs_links,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_p2p import (
+    parse_p2p_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import (
+    parse_query_gpu,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_xml import (
+    parse_nccl_xml,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import (
     PciSysfsError,
@@ -280,10 +295,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import
     list_rdma_devices,
 )
 
-C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
 FILE_OPTIONS = ('topo_matrix_file', 'p2p_read_file', 'p2p_write_file', 'query_gpu_file', 'nccl_xml_file')
-# Where driver packages and containers put nvidia-smi when it is not on PATH.
-NVIDIA_SMI_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/opt/nvidia/bin']
 
 
 def read_file(module, option):
@@ -364,7 +376,7 @@ def main():
         if os.path.sep in smi:
             smi_path = smi if os.access(smi, os.X_OK) else None
         else:
-            smi_path = module.get_bin_path(smi, required=False, opt_dirs=NVIDIA_SMI_DIRS)
+            smi_path = find_nvidia_smi(module, smi)
         if smi_path is None:
             if not sysfs_gpus and not any(parsed.values()):
                 module.fail_json(
@@ -398,12 +410,12 @@ def main():
 def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):
     fields = list(QUERY_GPU_FIELDS)
     query_cmd = [smi_path, '--query-gpu=%s' % ','.join(fields), '--format=csv']
-    rc, out, err = module.run_command(query_cmd, environ_update=C_LOCALE)
+    rc, out, err = run_c(module, query_cmd)
     if rc != 0 and 'compute_cap' in (out + err):
         # Drivers before R510 do not know compute_cap; the rest is still worth having.
         fields.remove('compute_cap')
         query_cmd = [smi_path, '--query-gpu=%s' % ','.join(fields), '--format=csv']
-        rc, out, err = module.run_command(query_cmd, environ_update=C_LOCALE)
+        rc, out, err = run_c(module, query_cmd)
         warnings.append("nvidia-smi does not know compute_cap (driver older than R510); compute capability unknown")
     if rc != 0:
         hint = ''
@@ -432,7 +444,7 @@ def run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus):
         if parsed[key] is not None:
             continue
         cmd = [smi_path] + args
-        rc, out, err = module.run_command(cmd, environ_update=C_LOCALE)
+        rc, out, err = run_c(module, cmd)
         if rc != 0:
             # Old drivers lack `topo -p2p`; GPUs in some VMs refuse `topo -m`.
             warnings.append("nvidia-smi %s failed with rc %d (%s); not used"

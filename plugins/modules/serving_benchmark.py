@@ -231,6 +231,10 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.serving.plugins.module_utils._commands import (
+    find_nvidia_smi,
+    run_c,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
     NVIDIA_SMI_QUERY,
     GpuSampler,
@@ -242,16 +246,14 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     summarize_requests,
 )
 
-C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
-
 
 def _gpu_reader(module):
-    nvidia_smi = module.get_bin_path('nvidia-smi', required=False)
+    nvidia_smi = find_nvidia_smi(module)
     if nvidia_smi is None:
         return None
 
     def read():
-        rc, out, err = module.run_command([nvidia_smi] + NVIDIA_SMI_QUERY, environ_update=C_LOCALE)
+        rc, out, err = run_c(module, [nvidia_smi] + NVIDIA_SMI_QUERY)
         if rc != 0:
             raise ServingBenchmarkError('nvidia-smi exited %d: %s' % (rc, err.strip()))
         return out
@@ -281,10 +283,8 @@ def _run_bench_serving(module, params):
         argv = bench_serving_argv(python, host, port or '80', params['model_path'] or params['model'],
                                   params['model'], params['num_prompts'], params['concurrency'],
                                   params['input_len'], params['output_len'], output_file)
-        env = dict(C_LOCALE)
-        if params['api_key']:
-            env['OPENAI_API_KEY'] = params['api_key']
-        rc, out, err = module.run_command(argv, environ_update=env, cwd=workdir)
+        env = {'OPENAI_API_KEY': params['api_key']} if params['api_key'] else {}
+        rc, out, err = run_c(module, argv, environ_update=env, cwd=workdir)
         if rc != 0 or not os.path.exists(output_file):
             module.fail_json(msg='sglang.bench_serving failed (rc=%d)' % rc, rc=rc,
                              stdout=out[-4000:], stderr=err[-4000:])

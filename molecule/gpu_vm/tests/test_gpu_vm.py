@@ -85,7 +85,6 @@ def test_the_vm_layer_knows_nothing_of_the_server(host):
     assert not host.file('/opt/sglang').exists
 
 
-
 def test_nvidia_smi_lists_8_gpus(host):
     gpus = host.check_output('nvidia-smi -L').splitlines()
     assert len(gpus) == 8

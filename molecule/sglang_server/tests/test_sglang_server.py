@@ -153,6 +153,23 @@ def test_argument_change_restarts_the_server(host):
     assert "--enable-flashinfer-allreduce-fusion" not in host.file(UNIT).content_string
 
 
+def test_hand_edits_of_the_unit_and_the_environment_file_are_found_and_repaired(host):
+    unit, env_file = host.file(UNIT).content_string, host.file(ENV_FILE).content_string
+    host.run("sed -i 's/^LimitNOFILE=.*/LimitNOFILE=1024/' %s && echo 'NCCL_DEBUG=\"TRACE\"' >> %s" % (UNIT, ENV_FILE))
+    assert host.file(UNIT).content_string != unit and host.file(ENV_FILE).content_string != env_file
+    before = service_state(host)
+    rc, output = converge()
+    assert rc == 0, output[-3000:]
+    assert recap_changed(output) > 0
+    assert host.file(UNIT).content_string == unit
+    assert host.file(ENV_FILE).content_string == env_file
+    # The repaired configuration is what runs: the server restarted and answers.
+    assert service_state(host)["MainPID"] != before["MainPID"]
+    assert_serving(host)
+    for secret in SECRETS:
+        assert secret not in output
+
+
 def test_invalid_flag_value_fails_before_restart_and_old_server_keeps_serving(host):
     before = service_state(host)
     unit_before = host.file(UNIT).content_string

@@ -2,19 +2,30 @@
 """Parsers and advice of nccl_topology, fed with real outputs (fixtures/topology/README.md)."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._nccl_topology import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
     TopologyError,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
+    parse_topo_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_merge import (
     build_facts,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_p2p import (
+    parse_p2p_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import (
+    parse_query_gpu,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_xml import (
     cpumask_to_list,
     parse_nccl_xml,
-    parse_p2p_matrix,
-    parse_query_gpu,
-    parse_topo_matrix,
 )
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,7 +114,10 @@ def glue_prompt(text):
     lambda text: text.split("\nLegend")[0],
     lambda text: text.replace("(e.g., QPI/UPI)", "(e.g.,\nQPI/UPI)"),
     lambda text: "\x1b[1m" + text + "\x1b[0m",
-], ids=["crlf", "indented", "tabs-expanded", "no-legend", "wrapped-legend", "extra-ansi"])
+    # Underlined header labels copied from a web page: the codes kept, their ESC byte lost.
+    lambda text: re.sub(r"(?m)^(\s*)(GPU0.*)$", lambda m: m.group(1) + re.sub(r"(\S+)", r"[4m\1[0m", m.group(2)),
+                        text, count=1),
+], ids=["crlf", "indented", "tabs-expanded", "no-legend", "wrapped-legend", "extra-ansi", "ansi-without-esc"])
 def test_layout_noise_does_not_change_the_matrix(variant):
     text = read(FIXTURES, "10_4xL40S_2nics_nic_legend_spaces.txt")
     assert parse_topo_matrix(variant(text))["gpu_links"] == parse_topo_matrix(text)["gpu_links"]
@@ -500,3 +514,41 @@ def test_simulated_formats_match_the_real_tool_line_for_line():
     for fmt, captured in (("csv", "query_all"), ("csv,nounits", "query_all_nounits")):
         assert sim(fields, "--format=" + fmt).split("\n")[0] == read(H200, captured + ".txt").split("\n")[0]
     assert sim("-L").startswith("GPU 0: NVIDIA RTX PRO 6000 Blackwell Server Edition (UUID: GPU-")
+
+
+def test_a_header_whose_underline_codes_lost_their_esc_byte_is_still_the_header():
+    text = "\t[4mGPU0[0m\t[4mGPU1[0m\t[4mCPU Affinity[0m\t[4mNUMA Affinity[0m\nGPU0\t X \tPHB\t0-15\t0\nGPU1\tPHB\t X \t0-15\t0\n"
+    parsed = parse_topo_matrix(text)
+    assert parsed["gpu_links"] == [["X", "PHB"], ["PHB", "X"]]
+    assert [row["cpu_affinity"] for row in parsed["gpu_rows"]] == ["0-15", "0-15"]
+
+
+NCCL_XML_TREE = """<system version="1">
+  <cpu numaid="0" affinity="0000ffff" arch="x86_64" vendor="GenuineIntel">
+    <pci busid="0000:10:00.0" class="0x060400">
+      <pci busid="0000:11:00.0" class="0x060400">
+        <pci busid="0000:12:00.0" class="0x030200"><gpu dev="0" sm="90" rank="0" gdr="1"/></pci>
+        <pci busid="0000:13:00.0" class="0x030200"><gpu dev="1" sm="90" rank="1" gdr="1"/></pci>
+      </pci>
+      <pci busid="0000:14:00.0" class="0x060400">
+        <pci busid="0000:15:00.0" class="0x060400">
+          <pci busid="0000:16:00.0" class="0x030200"><gpu dev="2" sm="90" rank="2" gdr="1"/></pci>
+        </pci>
+      </pci>
+    </pci>
+    <pci busid="0000:20:00.0" class="0x030200"><gpu dev="3" sm="90" rank="3" gdr="1"/></pci>
+  </cpu>
+  <cpu numaid="1" affinity="ffff0000" arch="x86_64" vendor="GenuineIntel">
+    <pci busid="0000:80:00.0" class="0x030200"><gpu dev="4" sm="90" rank="4" gdr="1"/></pci>
+  </cpu>
+</system>
+"""
+
+
+def test_nccl_xml_links_follow_the_pci_tree_as_nvidia_smi_does():
+    links = parse_nccl_xml(NCCL_XML_TREE)["gpu_links"]
+    assert links[0][1] == "PIX"   # one switch
+    assert links[0][2] == "PXB"   # a bridge further up
+    assert links[0][3] == "PHB"   # only the CPU
+    assert links[0][4] == "SYS"   # another NUMA node
+    assert all(links[a][b] == links[b][a] for a in range(5) for b in range(5))

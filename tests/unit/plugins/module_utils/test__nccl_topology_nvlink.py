@@ -10,12 +10,20 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._nccl_topology import (
-    build_facts,
-    parse_nccl_xml,
-    parse_p2p_matrix,
-    parse_query_gpu,
+from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
     parse_topo_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_merge import (
+    build_facts,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_p2p import (
+    parse_p2p_matrix,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import (
+    parse_query_gpu,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._topology_xml import (
+    parse_nccl_xml,
 )
 
 CAPTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "topology", "h200x2-2026-11-29")

@@ -12,8 +12,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import
     link_class,
     list_gpus,
     list_rdma_devices,
-    normalize_bdf,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._topology_common import normalize_bus_id
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MAKE_SYSFS = os.path.join(REPO_ROOT, "molecule", "resources", "lab", "sim", "make-sysfs.py")
@@ -79,7 +79,7 @@ def test_lab_tree_matches_the_simulated_nvidia_smi_bus_ids(tmp_path):
     smi = os.path.join(REPO_ROOT, "molecule", "resources", "lab", "sim", "nvidia-smi")
     out = subprocess.run([sys.executable, smi, "--query-gpu=pci.bus_id", "--format=csv,noheader"],
                          check=True, stdout=subprocess.PIPE, universal_newlines=True).stdout
-    assert [normalize_bdf(line) for line in out.split()] == [gpu["bdf"] for gpu in gpus]
+    assert [normalize_bus_id(line) for line in out.split()] == [gpu["bdf"] for gpu in gpus]
 
 
 def test_tree_without_nvidia_devices_gives_an_empty_list(tmp_path):
@@ -121,4 +121,4 @@ def test_unreadable_root_is_an_error_that_names_what_was_expected(tmp_path, make
     ("00000001:81:00.0", "0001:81:00.0"),
 ])
 def test_bus_ids_from_nvidia_smi_and_sysfs_compare_equal(given, expected):
-    assert normalize_bdf(given) == expected
+    assert normalize_bus_id(given) == expected

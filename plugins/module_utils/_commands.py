@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What several modules do the same way around external commands: run them in the C locale (their
+output is parsed), find nvidia-smi where drivers and containers put it, and ask a Python
+interpreter for its site-packages. ``module`` is the calling AnsibleModule, used only through
+``run_command``, ``get_bin_path`` and ``fail_json``.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
+    DistRecordError,
+    interpreter_site_packages,
+    venv_python,
+)
+
+C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
+# Where driver packages and containers put nvidia-smi when it is not on PATH.
+NVIDIA_SMI_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/opt/nvidia/bin']
+
+
+def run_c(module, argv, **kwargs):
+    """``module.run_command`` with LANG/LC_ALL=C laid over any ``environ_update`` given."""
+    env = dict(kwargs.pop('environ_update', None) or {})
+    env.update(C_LOCALE)
+    return module.run_command(argv, environ_update=env, **kwargs)
+
+
+def find_nvidia_smi(module, name='nvidia-smi', required=False):
+    return module.get_bin_path(name, required=required, opt_dirs=NVIDIA_SMI_DIRS)
+
+
+def site_packages_dirs(module):
+    """The folders to search for distributions: O(site_packages), else what the interpreter of
+    O(venv) or O(python) reports; fails the module with the interpreter's answer otherwise."""
+    params = module.params
+    if params.get('site_packages'):
+        return [params['site_packages']]
+    python = venv_python(params.get('venv'), params.get('python'))
+    python = module.get_bin_path(python, required=True) if '/' not in python else python
+    try:
+        return interpreter_site_packages(lambda argv: run_c(module, argv), python)
+    except DistRecordError as exc:
+        module.fail_json(msg=str(exc))

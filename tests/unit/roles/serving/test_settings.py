@@ -1,0 +1,57 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Wrong serving_* values stop a playbook before anything on a node is read or changed.
+
+Argument specs check types and choices; the role's first task checks the ranges that specs cannot
+express. Runs playbooks/benchmark.yml against this machine (connection local, check mode): the run
+must stop at validation, before the first task that touches the node.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+
+pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK),
+                                reason='needs ansible-playbook next to the test interpreter')
+
+
+def run(tmp_path, **settings):
+    extra = dict(settings, ansible_python_interpreter=sys.executable, ansible_become=False,
+                 serving_history_path=str(tmp_path / 'history.jsonl'),
+                 serving_reports_dir=str(tmp_path / 'reports'))
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text('gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n')
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', 'playbooks/benchmark.yml',
+                           '-e', json.dumps(extra)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize('settings, message', [
+    ({'serving_deploy_serial': 0}, 'serving_deploy_serial is the number of nodes per batch, 1 or more (got 0)'),
+    ({'serving_max_regression': 1.5}, 'in [0, 1), e.g. 0.1 for 10%'),
+    ({'serving_benchmark_concurrency': 0}, 'serving_benchmark_concurrency'),
+    ({'serving_benchmark_mode': 'fast'}, 'serving_benchmark_mode'),
+    ({'serving_max_regression': 'ten percent'}, 'serving_max_regression'),
+    ({'serving_experiments': ['sm120_allreduce_fusion']}, 'serving_experiments'),
+])
+def test_a_wrong_setting_stops_the_run_before_the_node_is_touched(tmp_path, settings, message):
+    rc, output = run(tmp_path, **settings)
+    assert rc != 0
+    assert message in output, output[-3000:]
+    # The first task that reads the node never ran.
+    assert "Read the node's history" not in output, output[-3000:]
+
+
+def test_valid_settings_get_past_validation(tmp_path):
+    rc, output = run(tmp_path, serving_deploy_serial=2, serving_max_regression=0.2)
+    # Stops at the node's missing history instead: validation and the range checks passed.
+    assert rc != 0
+    assert "testhost has no deploy in" in output, output[-3000:]
