@@ -105,6 +105,7 @@ test: lint unit collection-test molecule
 
 bench: venv lab-image
 	$(BIN)/python bench/deploy_bench.py
+	$(BIN)/python bench/fleet_bench.py
 
 clean: lab-destroy
 	rm -rf build reports

@@ -238,7 +238,9 @@ def test_a_locked_node_refuses_a_second_run_and_says_who_since_when(host):
              json.dumps(record))
     assert json.loads(host.check_output("cat /var/lib/inferops-serving/node.lock"))["user"] == "alice"
     try:
-        rc, output = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"))
+        # serving_fleet_converge_all: the node takes the deploy path even though nothing would change.
+        rc, output = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
+                                      "-e", "serving_fleet_converge_all=true")
         assert rc != 0
         assert ("locked by another run: alice@ops-9 (pid 4242, experiment.yml, experiment sm120_allreduce_fusion)"
                 " since 2026-02-19T13:53:43Z") in output

@@ -1,0 +1,155 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fleet rows, measured in one run on four fresh lab containers (three nodes and a router).
+
+Rows:
+  * no-op redeploy of the three nodes (deploy.yml -l gpu_nodes, changed=0 required) against one
+    node's no-op (deploy.yml -l <node>) in the same run; goal <= 1.3x;
+  * requests that failed through the router during a rolling redeploy that changes one argument
+    on every node (molecule/fleet/loadgen.py at a fixed concurrency); goal 0;
+  * p99 latency of those requests during the rollout against the 15 s before it.
+
+The containers (bench-fleet-*) are created at the start and removed at the end.
+Usage: fleet_bench.py [--keep] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
+ROUTER = "bench-fleet-router"
+RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+HOST_VARS = ("      ansible_connection: community.docker.docker\n      ansible_user: root\n"
+             "      ansible_python_interpreter: /usr/bin/python3\n")
+
+
+def env():
+    result = dict(os.environ)
+    result.update({
+        "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO_ROOT, ".collections"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_FORKS": "8",
+        "PATH": BIN + os.pathsep + result.get("PATH", ""),
+    })
+    return result
+
+
+def run(argv, log, check=True, extra_env=None):
+    start = time.perf_counter()
+    environment = env()
+    environment.update(extra_env or {})
+    proc = subprocess.run(argv, cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    elapsed = time.perf_counter() - start
+    with open(log, "a") as handle:
+        handle.write("$ %s\n%s\n[%.1f s, rc=%d]\n" % (" ".join(argv), proc.stdout, elapsed, proc.returncode))
+    if check and proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:])
+        raise SystemExit("%s failed (rc=%d); full log in %s" % (" ".join(argv[:6]), proc.returncode, log))
+    return elapsed, proc
+
+
+def changed_total(output):
+    return sum(int(m[2]) for m in RECAP.findall(output))
+
+
+def make_inventory(workdir):
+    with open(os.path.join(workdir, "hosts.yml"), "w") as handle:
+        handle.write("sglang_routers:\n  hosts:\n    %s:\n%s" % (ROUTER, HOST_VARS))
+        handle.write("gpu_nodes:\n  hosts:\n")
+        for node in NODES:
+            handle.write("    %s:\n%s" % (node, HOST_VARS))
+    group_vars = os.path.join(workdir, "group_vars")
+    os.makedirs(os.path.join(group_vars, "gpu_nodes"))
+    os.makedirs(os.path.join(group_vars, "sglang_routers"))
+    os.symlink(os.path.join(REPO_ROOT, "inventories", "lab", "group_vars", "gpu_nodes", "lab.yml"),
+               os.path.join(group_vars, "gpu_nodes", "lab.yml"))
+    for group in ("gpu_nodes", "sglang_routers"):
+        os.symlink(os.path.join(REPO_ROOT, "molecule", "fleet", "inventory", "group_vars", group, "fleet.yml"),
+                   os.path.join(group_vars, group, "fleet.yml"))
+    return os.path.join(workdir, "hosts.yml")
+
+
+def containers(state, log):
+    for name in NODES + [ROUTER]:
+        run([os.path.join(BIN, "ansible-playbook"), "molecule/resources/lab/lab-node.yml", "-e", "lab_node_name=" + name,
+             "-e", "lab_image=" + os.environ.get("LAB_IMAGE", "inferops-lab:bookworm"), "-e", "lab_node_state=" + state],
+            log)
+
+
+def router_address(log):
+    _elapsed, proc = run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", ROUTER], log)
+    return proc.stdout.strip()
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--keep", action="store_true", help="leave the containers running")
+    parser.add_argument("--json", help="also write the rows here")
+    args = parser.parse_args(argv)
+    workdir = tempfile.mkdtemp(prefix="fleet-bench-")
+    log = os.path.join(workdir, "bench.log")
+    inventory = make_inventory(workdir)
+    playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, "deploy.yml"]
+    containers("started", log)
+    try:
+        run(playbook, log)
+        one, proc = run(playbook + ["-l", NODES[0]], log)
+        if changed_total(proc.stdout):
+            raise SystemExit("the no-op redeploy of one node changed something; log in %s" % log)
+        fleet, proc = run(playbook + ["-l", "gpu_nodes"], log)
+        if changed_total(proc.stdout):
+            raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
+
+        key = "lab-router-key-not-a-secret"
+        stop, marks, out = (os.path.join(workdir, n) for n in ("load.stop", "load.marks", "load.json"))
+        load = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "molecule", "fleet", "loadgen.py"),
+                                 "--url", "http://%s:30000" % router_address(log), "--concurrency", "4",
+                                 "--max-seconds", "900", "--stop-file", stop, "--marks-file", marks, "--out", out],
+                                env=dict(os.environ, LOADGEN_API_KEY=key), stdout=subprocess.DEVNULL)
+        time.sleep(15)
+        with open(marks, "w") as handle:
+            handle.write("rollout_start %f\n" % time.time())
+        rollout, _proc = run(playbook + ["-e", json.dumps({"sglang_server_extra_args": {
+            "enable-metrics": True, "max-running-requests": 512}})], log)
+        with open(marks, "a") as handle:
+            handle.write("rollout_end %f\n" % time.time())
+        open(stop, "w").close()
+        load.wait(timeout=120)
+        with open(out) as handle:
+            clients = json.load(handle)
+    finally:
+        if not args.keep:
+            containers("absent", log)
+
+    ratio = fleet / one
+    rows = [
+        ("fleet no-op redeploy, 3 nodes / 1 node", "%.1f s / %.1f s = %.2fx" % (fleet, one, ratio), "<= 1.3x"),
+        ("failed requests during the rolling redeploy", "%d of %d (rollout %.0f s)"
+         % (clients["during"]["failed"], clients["during"]["requests"], rollout), "0"),
+        ("p99 latency during / before the rollout", "%s ms / %s ms" % (clients["during"]["p99_ms"], clients["before"]["p99_ms"]),
+         "reported"),
+    ]
+    width = max(len(r[0]) for r in rows)
+    print("%-*s  %-40s  %s" % (width, "fleet row", "measured", "goal"))
+    for row in rows:
+        print("%-*s  %-40s  %s" % (width, row[0], row[1], row[2]))
+    print("log: %s" % log)
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"noop_one_s": one, "noop_fleet_s": fleet, "ratio": ratio, "rollout_s": rollout,
+                       "clients": clients}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

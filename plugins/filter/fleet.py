@@ -1,0 +1,51 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
+    FleetError,
+    replica_settings,
+    rollout_batches,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
+    SglangRouterWorkersError,
+    requests_in_flight,
+)
+
+
+def sglang_requests_in_flight(metrics_text):
+    try:
+        return requests_in_flight(metrics_text)
+    except SglangRouterWorkersError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def fleet_replica(host, replica_group, groups, init_address, init_port):
+    try:
+        return replica_settings(host, replica_group, groups, init_address, init_port)
+    except FleetError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def fleet_batches(hosts, hostvars, replicas_per_batch=1):
+    replica_of = {}
+    for host in hosts or []:
+        replica_of[host] = hostvars[host].get('serving_replica_group') or ''
+    try:
+        return rollout_batches(list(hosts or []), replica_of, replicas_per_batch)
+    except FleetError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'sglang_requests_in_flight': sglang_requests_in_flight,
+            'fleet_replica': fleet_replica,
+            'fleet_batches': fleet_batches,
+        }

@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+"""Replicas and rollout batches of a fleet.
+
+A replica is what the router sees as one worker: one node, or the nodes of an inventory group
+that serve one model together (SGLang's --nnodes). Its nodes restart in the same batch; rank 0
+is the first node of its group, and the only one registered with the router.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+
+class FleetError(Exception):
+    """Inventory settings that do not describe replicas."""
+
+
+def replica_settings(host, replica_group, groups, init_address, init_port):
+    """Rank, node count and the arguments SGLang needs for one node of a replica.
+
+    ``replica_group`` is the inventory group of the node's replica ('' for a node on its own);
+    ``groups`` the inventory's groups; ``init_address`` the address of the group's first node.
+    """
+    if not replica_group:
+        return {'rank': 0, 'nnodes': 1, 'nodes': [host], 'args': {}}
+    if replica_group not in groups:
+        raise FleetError('serving_replica_group %r of %s is not an inventory group' % (replica_group, host))
+    nodes = list(groups[replica_group])
+    if host not in nodes:
+        raise FleetError('%s sets serving_replica_group %r but is not in that group (its nodes: %s)'
+                         % (host, replica_group, ', '.join(nodes)))
+    if len(nodes) < 2:
+        raise FleetError('replica group %r has one node (%s): a replica across nodes needs two or more; '
+                         'leave serving_replica_group empty for a node on its own' % (replica_group, nodes[0]))
+    try:
+        port = int(init_port)
+    except (TypeError, ValueError):
+        raise FleetError('serving_replica_init_port must be a port number, got %r' % (init_port,))
+    address = str(init_address)
+    if ':' in address and not address.startswith('['):
+        address = '[%s]' % address
+    return {
+        'rank': nodes.index(host),
+        'nnodes': len(nodes),
+        'nodes': nodes,
+        'args': {'nnodes': len(nodes), 'node-rank': nodes.index(host), 'dist-init-addr': '%s:%d' % (address, port)},
+    }
+
+
+def rollout_batches(hosts, replica_of, replicas_per_batch=1):
+    """Order the changing hosts so that each batch holds whole replicas.
+
+    ``replica_of`` maps a host to its replica group ('' or missing: on its own). Returns
+    ``{'hosts': [...], 'sizes': [...]}`` for a play's host list and its ``serial`` list.
+    """
+    try:
+        per_batch = int(replicas_per_batch)
+    except (TypeError, ValueError):
+        raise FleetError('serving_deploy_serial must be a whole number, got %r' % (replicas_per_batch,))
+    if per_batch < 1:
+        raise FleetError('serving_deploy_serial must be 1 or more, got %d' % per_batch)
+    replicas = []
+    members = {}
+    for host in hosts:
+        key = replica_of.get(host) or ('host:' + host)
+        if key not in members:
+            members[key] = []
+            replicas.append(key)
+        members[key].append(host)
+    ordered = []
+    sizes = []
+    for start in range(0, len(replicas), per_batch):
+        batch = [h for key in replicas[start:start + per_batch] for h in members[key]]
+        ordered.extend(batch)
+        sizes.append(len(batch))
+    return {'hosts': ordered, 'sizes': sizes or [1]}

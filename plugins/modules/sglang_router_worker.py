@@ -1,0 +1,223 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: sglang_router_worker
+short_description: Register a worker with an SGLang router, or remove it, through the router's HTTP API
+version_added: 0.2.0
+description:
+  - Talks to the C(/workers) API of C(sglang-router) 0.3.2 (C(GET /workers), C(POST /workers),
+    C(DELETE /workers/{id}); the older C(/add_worker) and C(/remove_worker) are gone).
+  - The router adds and removes workers in the background (it answers 202). With O(wait=true) the module waits
+    until the router lists the worker as healthy (O(state=present)) or no longer lists it (O(state=absent)).
+  - A worker is identified by its URL; the router's id for it is returned.
+  - In check mode nothing is sent except C(GET /workers); C(changed) says whether the worker would be added or removed.
+author:
+  - inferops.serving maintainers (!UNKNOWN)
+options:
+  router_url:
+    description: Where the router's API answers, e.g. C(http://127.0.0.1:30000).
+    type: str
+    required: true
+  router_api_key:
+    description: The router's client key (C(--api-key) of the router), sent as a bearer token.
+    type: str
+  url:
+    description: The worker's URL as the router reaches it, e.g. C(http://10.0.0.11:8000).
+    type: str
+    required: true
+  worker_api_key:
+    description:
+      - The worker's own API key, given to the router with the add request; the router sends it to the worker.
+      - Workers added at run time receive no key otherwise.
+    type: str
+  state:
+    description: V(present) registers the worker, V(absent) removes it.
+    type: str
+    choices: [present, absent]
+    default: present
+  wait:
+    description: Wait until the router lists the worker healthy (V(present)) or no longer lists it (V(absent)).
+    type: bool
+    default: true
+  timeout:
+    description: Seconds to wait with O(wait=true).
+    type: int
+    default: 120
+  timeout_request:
+    description: Seconds for each HTTP request to the router.
+    type: int
+    default: 10
+attributes:
+  check_mode:
+    description: Reads the worker list only; reports what would change.
+    support: full
+'''
+
+EXAMPLES = r'''
+- name: Take the node out of the router before it restarts
+  inferops.serving.sglang_router_worker:
+    router_url: http://127.0.0.1:30000
+    router_api_key: "{{ sglang_router_api_key }}"
+    url: http://10.0.0.11:8000
+    state: absent
+  delegate_to: router-1
+  no_log: true
+
+- name: Put it back, and wait until the router routes to it
+  inferops.serving.sglang_router_worker:
+    router_url: http://127.0.0.1:30000
+    router_api_key: "{{ sglang_router_api_key }}"
+    url: http://10.0.0.11:8000
+    worker_api_key: "{{ sglang_server_api_key }}"
+    state: present
+    timeout: 300
+  delegate_to: router-1
+'''
+
+RETURN = r'''
+worker:
+  description: The router's entry for the worker (C(id), C(url), C(model_id), C(is_healthy), C(load)) after the change; null when absent.
+  returned: always
+  type: dict
+worker_id:
+  description: The router's id of the worker (a UUID), when it is or was listed.
+  returned: always
+  type: str
+action:
+  description: What was (or in check mode would be) done - V(add), V(remove) or V(none).
+  returned: always
+  type: str
+workers:
+  description: Every worker the router lists at the end, as URL -> healthy.
+  returned: always
+  type: dict
+'''
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
+    SglangRouterWorkersError,
+    add_request,
+    find_worker,
+    parse_workers,
+    plan,
+)
+
+
+class _Router:
+    def __init__(self, module):
+        self.module = module
+        self.base = module.params['router_url'].rstrip('/')
+        self.headers = {'Content-Type': 'application/json'}
+        if module.params['router_api_key']:
+            self.headers['Authorization'] = 'Bearer %s' % module.params['router_api_key']
+        self.timeout = module.params['timeout_request']
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body) if body is not None else None
+        try:
+            response = open_url(self.base + path, method=method, data=data, headers=self.headers,
+                                timeout=self.timeout, validate_certs=True)
+            return response.getcode(), response.read()
+        except HTTPError as exc:
+            text = exc.read() if hasattr(exc, 'read') else b''
+            if exc.code == 401:
+                self.module.fail_json(msg='The router at %s refused %s %s (401): router_api_key is not its --api-key '
+                                          '(sglang_router_api_key).' % (self.base, method, path))
+            self.module.fail_json(msg='The router at %s answered %s %s with %s: %s'
+                                      % (self.base, method, path, exc.code, text[:300]))
+        except (URLError, OSError) as exc:
+            self.module.fail_json(msg='The router at %s does not answer %s %s: %s' % (self.base, method, path, exc))
+
+    def workers(self):
+        _status, text = self.call('GET', '/workers')
+        try:
+            return parse_workers(text)
+        except SglangRouterWorkersError as exc:
+            self.module.fail_json(msg=str(exc))
+
+    def job_status(self, worker_id):
+        try:
+            response = open_url('%s/workers/%s' % (self.base, worker_id), method='GET', headers=self.headers,
+                                timeout=self.timeout)
+            return json.loads(response.read()).get('job_status')
+        except (HTTPError, URLError, OSError, ValueError):
+            return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            router_url=dict(type='str', required=True),
+            router_api_key=dict(type='str', no_log=True),
+            url=dict(type='str', required=True),
+            worker_api_key=dict(type='str', no_log=True),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
+            wait=dict(type='bool', default=True),
+            timeout=dict(type='int', default=120),
+            timeout_request=dict(type='int', default=10),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    router = _Router(module)
+    url = params['url']
+    try:
+        decision = plan(router.workers(), url, params['state'])
+    except SglangRouterWorkersError as exc:
+        module.fail_json(msg=str(exc))
+    action = decision['action']
+    worker_id = (decision['worker'] or {}).get('id')
+    if module.check_mode or action == 'none':
+        healthy_wait_needed = (params['state'] == 'present' and params['wait'] and not module.check_mode
+                               and decision['worker'] is not None and not decision['worker']['is_healthy'])
+        if not healthy_wait_needed:
+            workers = router.workers()
+            module.exit_json(changed=action != 'none', action=action, worker=decision['worker'], worker_id=worker_id,
+                             workers=dict((w['url'], w['is_healthy']) for w in workers))
+
+    if action == 'add':
+        _status, text = router.call('POST', '/workers', add_request(url, params['worker_api_key']))
+        try:
+            worker_id = json.loads(text).get('worker_id')
+        except ValueError:
+            worker_id = None
+    elif action == 'remove':
+        router.call('DELETE', '/workers/%s' % worker_id)
+
+    deadline = time.time() + params['timeout']
+    while True:
+        workers = router.workers()
+        entry = find_worker(workers, url)
+        done = (entry is None) if params['state'] == 'absent' else (entry is not None and entry['is_healthy'])
+        if done or not params['wait']:
+            break
+        if time.time() >= deadline:
+            job = router.job_status(worker_id) if worker_id else None
+            if params['state'] == 'absent':
+                module.fail_json(msg='The router at %s still lists %s %s s after it was asked to remove it.'
+                                     % (router.base, url, params['timeout']), worker=entry, job_status=job)
+            module.fail_json(
+                msg='The router at %s does not list %s as healthy %s s after it was asked to add it (%s). The router '
+                    'adds a worker only once its /health, /server_info and /model_info answer.%s'
+                    % (router.base, url, params['timeout'], 'listed, unhealthy' if entry else 'not listed',
+                       (' Router job: %s' % (job.get('message') or job)) if isinstance(job, dict) else ''),
+                worker=entry, job_status=job)
+        time.sleep(1)
+    module.exit_json(changed=action != 'none', action=action, worker=entry, worker_id=worker_id or (entry or {}).get('id'),
+                     workers=dict((w['url'], w['is_healthy']) for w in workers))
+
+
+if __name__ == '__main__':
+    main()
