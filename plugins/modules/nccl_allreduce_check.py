@@ -184,8 +184,10 @@ log_tail:
   description: The last lines of the job's output other than its events (NCCL's log, tracebacks) when the check did not pass.
   returned: when the check did not pass
   type: str
-rc:
-  description: Exit code of the job (negative when killed by a signal).
+job_rc:
+  description:
+    - Exit code of the job (negative when killed by a signal). Not called C(rc), because Ansible
+      fails every result whose C(rc) is not 0 and O(fail_on_error=false) must be able to succeed.
   returned: always
   type: int
 seconds:
@@ -259,12 +261,12 @@ def main():
     try:
         events = parse_events(run['stdout'])
     except AllreduceCheckError as exc:
-        module.fail_json(msg="Cannot read the all-reduce job's output: %s" % exc, rc=run['rc'],
+        module.fail_json(msg="Cannot read the all-reduce job's output: %s" % exc, job_rc=run['rc'],
                          stdout=run['stdout'][-4000:], stderr=run['stderr'][-4000:])
     facts = summarize(events, parse_nccl_log(run['stdout'] + run['stderr']), run['rc'], run['timed_out'],
                       params['timeout'])
     result = dict(changed=False, ansible_facts=dict(nccl_allreduce_check=facts), evidence=evidence(facts),
-                  rc=run['rc'], seconds=run['seconds'])
+                  job_rc=run['rc'], seconds=run['seconds'])
     if not facts['ok']:
         other = [line for line in (run['stdout'] + run['stderr']).splitlines() if MARKER not in line]
         result['log_tail'] = "\n".join(other[-40:])
