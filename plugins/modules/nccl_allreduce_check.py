@@ -9,7 +9,7 @@ DOCUMENTATION = r'''
 ---
 module: nccl_allreduce_check
 short_description: All-reduce across every GPU through NCCL, with every element checked
-version_added: "0.2.0"
+version_added: 0.1.0
 description:
   - Runs an all-reduce through C(torch.distributed) and NCCL, one process per GPU, with
     the interpreter given in O(python) (the serving venv, which holds torch).

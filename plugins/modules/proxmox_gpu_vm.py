@@ -9,7 +9,7 @@ DOCUMENTATION = r'''
 ---
 module: proxmox_gpu_vm
 short_description: GPU passthrough of a Proxmox VE VM through C(qm), with a host preflight
-version_added: "0.2.0"
+version_added: 0.1.0
 description:
   - Runs on the Proxmox VE host as root and talks to C(qm).
   - "Preflight, before anything is written: an IOMMU is present (C(/sys/class/iommu) populated),
