@@ -115,13 +115,13 @@ def rank_main(rank, world, sizes, iters, warmup, port, init_timeout):
 
         check("first")
         scratch = pattern.clone()
-        for _ in range(warmup):
+        for _warm in range(warmup):
             dist.all_reduce(scratch)
         torch.cuda.synchronize(device)
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()
-        for _ in range(iters):
+        for _timed in range(iters):
             dist.all_reduce(scratch)
         end.record()
         torch.cuda.synchronize(device)
@@ -185,4 +185,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

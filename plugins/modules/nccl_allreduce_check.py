@@ -15,7 +15,7 @@ description:
     the interpreter given in O(python) (the serving venv, which holds torch).
   - Every rank fills its buffer with a known pattern; the result is compared element by
     element with the exact expected sum, once on the first all-reduce and once more after
-    the timed loop. A bandwidth test alone cannot prove P2P works: on some cards P2P
+    the timed loop. A bandwidth test alone cannot prove P2P works; on some cards P2P
     passed bandwidth tests while collectives returned wrong data.
   - Times O(iters) all-reduces per size after O(warmup) and reports latency and NCCL's
     bus bandwidth (algorithm bandwidth x 2(n-1)/n), taking the slowest rank.
@@ -129,7 +129,9 @@ ansible_facts:
           description: Every size was checked on every rank, with no wrong element, and the job finished in time.
           type: bool
         failure:
-          description: Null when O(ok), else C(kind) (torch_missing, no_cuda, gpu_not_visible, worker_failed, timeout, wrong_result, no_output) and C(msg).
+          description:
+            - Null when C(ok) is true, else C(kind) (torch_missing, no_cuda, gpu_not_visible,
+              worker_failed, timeout, wrong_result, no_output) and C(msg).
           type: dict
         world_size:
           description: Number of ranks (GPUs) in the job.
@@ -169,7 +171,9 @@ ansible_facts:
           type: list
           elements: dict
         results:
-          description: Per size, C(bytes), C(elements), C(correct), C(mismatches), C(first_mismatch), C(time_us) (mean of one all-reduce, slowest rank), C(algbw_gbps), C(busbw_gbps).
+          description:
+            - Per size, C(bytes), C(elements), C(correct), C(mismatches), C(first_mismatch),
+              C(time_us) (mean of one all-reduce, slowest rank), C(algbw_gbps), C(busbw_gbps).
           type: list
           elements: dict
         timed_out:

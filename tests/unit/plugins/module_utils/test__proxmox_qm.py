@@ -119,15 +119,15 @@ def test_hostpci_is_rewritten_when_it_is_not_the_gpu_as_pcie(current):
 
 def test_mapping_entries():
     spec = dict(SPEC, gpus=[{"mapping": "gpu0"}, {"mapping": "gpu1"}], clique=None)
-    want, _ = desired_changes({"machine": "q35", "cpu": "host", "hostpci0": "mapping=gpu0,pcie=1"}, spec)
+    want, _delete = desired_changes({"machine": "q35", "cpu": "host", "hostpci0": "mapping=gpu0,pcie=1"}, spec)
     assert want == {"hostpci1": "mapping=gpu1,pcie=1"}
-    assert hostpci_devices("mapping=gpu0,pcie=1") == {"hosts": [], "mapping": "gpu0",
-                                                     "options": {"mapping": "gpu0", "pcie": "1"}}
+    expected = {"hosts": [], "mapping": "gpu0", "options": {"mapping": "gpu0", "pcie": "1"}}
+    assert hostpci_devices("mapping=gpu0,pcie=1") == expected
 
 
 def test_numa_and_hugepages_only_when_asked():
-    want, _ = desired_changes({"machine": "q35", "cpu": "host", "numa": "0"},
-                              dict(SPEC, gpus=[{"host": "0000:81:00.0"}], clique=None, numa=True, hugepages="1024"))
+    spec = dict(SPEC, gpus=[{"host": "0000:81:00.0"}], clique=None, numa=True, hugepages="1024")
+    want, _delete = desired_changes({"machine": "q35", "cpu": "host", "numa": "0"}, spec)
     assert want == {"hostpci0": "0000:81:00.0,pcie=1", "numa": "1", "hugepages": "1024"}
 
 
