@@ -62,5 +62,6 @@ def test_history_shows_kept_then_rolled_back(guest):
     assert "wrong sums" in rolled_back["message"]
     rollbacks = [r for r in records if r["event"] == "rollback"]
     assert len(rollbacks) == 1 and rollbacks[0]["experiment"] == "gpu_p2p_clique"
+    assert rollbacks[0]["recovery_s"] >= 0
     assert any("P2P access matrix" in line for line in rollbacks[0]["evidence"])
     assert guest.file(HISTORY).user == "sglang" and guest.file(HISTORY).mode == 0o640
