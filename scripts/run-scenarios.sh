@@ -5,7 +5,8 @@
 # whole, and the run exits non-zero once the running ones have finished.
 #
 # Usage: run-scenarios.sh JOBS SCENARIO...
-#   LOG_DIR   where the per-scenario logs go (default build/molecule-logs)
+#   LOG_DIR      where the per-scenario logs go (default build/molecule-logs)
+#   KEEP_GOING   1: start the remaining scenarios after a failure too (default: stop starting them)
 set -uo pipefail
 
 jobs=${1:?usage: run-scenarios.sh JOBS SCENARIO...}
@@ -39,7 +40,7 @@ for scenario in "$@"; do
     [[ $rc == 0 ]] || failed=1
     unset "running[$done_pid]"
   done
-  (( failed )) && break
+  (( failed )) && [[ "${KEEP_GOING:-0}" != 1 ]] && break
   run_one "$scenario" &
   running[$!]=$scenario
 done
