@@ -33,7 +33,8 @@ class PciSysfsError(Exception):
     """The sysfs root cannot be read as a PCI tree."""
 
 
-def _read(path):
+def read_attribute(path):
+    """A sysfs attribute's value, stripped; None when it cannot be read."""
     try:
         with open(path) as handle:
             return handle.read().strip()
@@ -42,7 +43,7 @@ def _read(path):
 
 
 def _read_int(path):
-    raw = _read(path)
+    raw = read_attribute(path)
     try:
         return int(raw) if raw is not None else None
     except ValueError:
@@ -70,9 +71,9 @@ def check_root(sysfs_root):
 def _device_info(device_dir, bdf):
     return {
         "bdf": bdf,
-        "vendor_id": _read(os.path.join(device_dir, "vendor")),
-        "device_id": _read(os.path.join(device_dir, "device")),
-        "class": _read(os.path.join(device_dir, "class")),
+        "vendor_id": read_attribute(os.path.join(device_dir, "vendor")),
+        "device_id": read_attribute(os.path.join(device_dir, "device")),
+        "class": read_attribute(os.path.join(device_dir, "class")),
     }
 
 
@@ -95,7 +96,7 @@ def _ancestry(sysfs_root, device_path):
 
 
 def read_cpulist(device_dir):
-    cpulist = _read(os.path.join(device_dir, "local_cpulist"))
+    cpulist = read_attribute(os.path.join(device_dir, "local_cpulist"))
     return cpulist or None
 
 
@@ -113,8 +114,8 @@ def list_gpus(sysfs_root):
     gpus = []
     for name in names:
         link = os.path.join(devices_dir, name)
-        vendor = _read(os.path.join(link, "vendor"))
-        pci_class = _read(os.path.join(link, "class"))
+        vendor = read_attribute(os.path.join(link, "vendor"))
+        pci_class = read_attribute(os.path.join(link, "class"))
         if vendor is None or pci_class is None:
             continue
         if vendor.lower() != NVIDIA_VENDOR_ID or not pci_class.lower().startswith(DISPLAY_BASE_CLASS):
@@ -129,13 +130,13 @@ def list_gpus(sysfs_root):
         gpus.append({
             "bdf": normalize_bus_id(name),
             "vendor_id": vendor.lower(),
-            "device_id": (_read(os.path.join(link, "device")) or "").lower() or None,
+            "device_id": (read_attribute(os.path.join(link, "device")) or "").lower() or None,
             "class": pci_class.lower(),
-            "subsystem_vendor_id": _read(os.path.join(link, "subsystem_vendor")),
-            "subsystem_device_id": _read(os.path.join(link, "subsystem_device")),
+            "subsystem_vendor_id": read_attribute(os.path.join(link, "subsystem_vendor")),
+            "subsystem_device_id": read_attribute(os.path.join(link, "subsystem_device")),
             "numa_node": numa if numa is not None and numa >= 0 else None,
             "cpu_affinity": read_cpulist(link),
-            "link_speed": _read(os.path.join(link, "current_link_speed")),
+            "link_speed": read_attribute(os.path.join(link, "current_link_speed")),
             "link_width": width,
             "driver": driver,
             "host_bridge": host_bridge,

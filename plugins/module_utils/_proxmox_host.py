@@ -15,12 +15,16 @@ __metaclass__ = type
 import os
 import struct
 
+from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import (
+    BRIDGE_CLASS_PREFIX,
+    read_attribute as _read,
+)
+
 ACS_CAP_ID = 0x000D
 EXT_CAP_START = 0x100
 # ACS control bits, in lspci's words (lib/header.h PCI_ACS_*).
 ACS_BITS = (("SrcValid", 0x01), ("TransBlk", 0x02), ("ReqRedir", 0x04), ("CmpltRedir", 0x08),
             ("UpstreamFwd", 0x10), ("EgressCtrl", 0x20), ("DirectTrans", 0x40))
-BRIDGE_CLASS_PREFIX = "0x0604"
 VFIO_OK_DRIVERS = (None, "vfio-pci", "pci-stub")
 
 
@@ -45,14 +49,6 @@ def parse_acs(config):
             }
         offset = (header >> 20) & 0xFFC
     return None
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except (IOError, OSError):
-        return None
 
 
 def _link_name(path):
