@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A bounded load through the router: fixed concurrency, at most --max-requests and --max-seconds.
 
@@ -89,7 +88,7 @@ def main():
             with lock:
                 results.append((begin, (time.time() - begin) * 1000.0, error))
 
-    threads = [threading.Thread(target=worker) for _ in range(args.concurrency)]
+    threads = [threading.Thread(target=worker) for _worker in range(args.concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -98,7 +97,7 @@ def main():
     marks = {}
     if args.marks_file and os.path.exists(args.marks_file):
         for line in open(args.marks_file):
-            name, _, epoch = line.strip().partition(" ")
+            name, _space, epoch = line.strip().partition(" ")
             if epoch:
                 marks[name] = float(epoch)
 

@@ -8,7 +8,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 name: playbook_cli
-author: inferops.serving maintainers
+author: inferops.serving maintainers (!UNKNOWN)
 version_added: 0.2.0
 short_description: The options this ansible-playbook run was started with, to start a check-mode run alike
 description:

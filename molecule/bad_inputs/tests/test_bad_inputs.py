@@ -183,7 +183,7 @@ def table(tmp_path_factory):
              "changed_when": False},
         ],
     }]
-    plays += [_row_play(row_id, role, variables) for row_id, role, variables, _, _ in ROWS]
+    plays += [_row_play(row_id, role, variables) for row_id, role, variables, _name, _words in ROWS]
     plays.append({
         "name": "Results", "hosts": NODE, "gather_facts": False,
         "tasks": [{"ansible.builtin.copy": {
@@ -200,7 +200,7 @@ def table(tmp_path_factory):
 
 @pytest.mark.parametrize("row_id, role, variables, name, words", ROWS, ids=[row[0] for row in ROWS])
 def test_bad_input_fails_early_names_the_variable_and_changes_nothing(table, row_id, role, variables, name, words):
-    results, states, before, _ = table
+    results, states, before, _output = table
     result = results[row_id]
     assert result["failed"], row_id
     assert result["task"] in VALIDATION_TASKS or "argument" in result["msg"], result
@@ -213,7 +213,7 @@ def test_bad_input_fails_early_names_the_variable_and_changes_nothing(table, row
 
 
 def test_no_secret_in_the_output_or_on_the_node_journal(table, host):
-    _, _, _, output = table
+    output = table[3]
     journal = host.check_output("journalctl --no-pager -o cat")
     for secret in SECRETS:
         assert secret not in output
