@@ -14,7 +14,7 @@ import datetime
 import errno
 import json
 
-EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback')
+EVENTS = ('deploy', 'benchmark', 'experiment', 'rollback', 'campaign')
 
 # Keys the history itself owns; caller fields may not overwrite them.
 RESERVED = ('ts', 'epoch', 'event', 'node')

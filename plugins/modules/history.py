@@ -34,7 +34,7 @@ options:
     description: What happened.
     type: str
     required: true
-    choices: [deploy, benchmark, experiment, rollback]
+    choices: [deploy, benchmark, experiment, rollback, campaign]
   node:
     description: Name of the node in the record, normally C(inventory_hostname).
     type: str

@@ -15,7 +15,7 @@ import threading
 import pytest
 
 SECRET = 'rowsecret-4b1d'
-NODE = 'lab-bad-inputs'
+NODE = 'lab-bad_inputs'
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
 # The converge configuration, which every sglang_server row starts from.
 SERVER = {
@@ -261,7 +261,7 @@ def test_the_api_key_is_in_no_process_environment_block(host):
 
 CONCURRENT = """
 - name: A deploy of the server layer under the node lock (what deploy.yml does per node)
-  hosts: lab-bad-inputs
+  hosts: lab-bad_inputs
   gather_facts: false
   become: true
   pre_tasks:
