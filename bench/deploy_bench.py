@@ -31,10 +31,9 @@ import re
 import subprocess
 import sys
 import tempfile
-import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+from bench_common import BIN, REPO_ROOT, env, run
+
 NODE = os.environ.get("BENCH_NODE", "bench-gpu-node")
 NOISE_REPEATS = int(os.environ.get("BENCH_NOISE_REPEATS", "5"))
 sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
@@ -45,32 +44,6 @@ BARE_PLAY = """---
   gather_facts: true
   tasks: []
 """
-
-
-def env(extra=None):
-    result = dict(os.environ)
-    result.update({
-        "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO_ROOT, ".collections"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "PATH": BIN + os.pathsep + result.get("PATH", ""),
-    })
-    result.update(extra or {})
-    return result
-
-
-def run(argv, log, check=True, extra_env=None):
-    start = time.perf_counter()
-    proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    elapsed = time.perf_counter() - start
-    with open(log, "a") as handle:
-        handle.write("$ %s\n%s\n[%.1f s, rc=%d]\n" % (" ".join(argv), proc.stdout, elapsed, proc.returncode))
-    if check and proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:])
-        raise SystemExit("%s failed (rc=%d); full log in %s" % (" ".join(argv[:4]), proc.returncode, log))
-    return elapsed, proc
 
 
 def recap(output):

@@ -21,41 +21,15 @@ import sys
 import tempfile
 import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+from bench_common import BIN, REPO_ROOT, run
+
 NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
 ROUTER = "bench-fleet-router"
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+# The plan checks every node at once.
+FORKS = {"ANSIBLE_FORKS": "8"}
 HOST_VARS = ("      ansible_connection: community.docker.docker\n      ansible_user: root\n"
              "      ansible_python_interpreter: /usr/bin/python3\n")
-
-
-def env():
-    result = dict(os.environ)
-    result.update({
-        "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(REPO_ROOT, ".collections"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_FORKS": "8",
-        "PATH": BIN + os.pathsep + result.get("PATH", ""),
-    })
-    return result
-
-
-def run(argv, log, check=True, extra_env=None):
-    start = time.perf_counter()
-    environment = env()
-    environment.update(extra_env or {})
-    proc = subprocess.run(argv, cwd=REPO_ROOT, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          universal_newlines=True, check=False)
-    elapsed = time.perf_counter() - start
-    with open(log, "a") as handle:
-        handle.write("$ %s\n%s\n[%.1f s, rc=%d]\n" % (" ".join(argv), proc.stdout, elapsed, proc.returncode))
-    if check and proc.returncode != 0:
-        sys.stderr.write(proc.stdout[-4000:])
-        raise SystemExit("%s failed (rc=%d); full log in %s" % (" ".join(argv[:6]), proc.returncode, log))
-    return elapsed, proc
 
 
 def changed_total(output):
@@ -102,11 +76,11 @@ def main(argv):
     playbook = [os.path.join(BIN, "ansible-playbook"), "-i", inventory, "deploy.yml"]
     containers("started", log)
     try:
-        run(playbook, log)
-        one, proc = run(playbook + ["-l", NODES[0]], log)
+        run(playbook, log, extra_env=FORKS)
+        one, proc = run(playbook + ["-l", NODES[0]], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of one node changed something; log in %s" % log)
-        fleet, proc = run(playbook + ["-l", "gpu_nodes"], log)
+        fleet, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
 
@@ -120,7 +94,7 @@ def main(argv):
         with open(marks, "w") as handle:
             handle.write("rollout_start %f\n" % time.time())
         rollout, _proc = run(playbook + ["-e", json.dumps({"sglang_server_extra_args": {
-            "enable-metrics": True, "max-running-requests": 512}})], log)
+            "enable-metrics": True, "max-running-requests": 512}})], log, extra_env=FORKS)
         with open(marks, "a") as handle:
             handle.write("rollout_end %f\n" % time.time())
         open(stop, "w").close()
