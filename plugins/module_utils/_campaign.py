@@ -18,6 +18,8 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.inferops.serving.plugins.module_utils._experiment import entry_problem, is_mapping
+
 ENTRY_KEYS = ('description', 'experiments')
 UNITS = {'output_throughput': 'tok/s', 'tokens_per_joule': 'tok/J'}
 
@@ -26,13 +28,9 @@ class CampaignError(Exception):
     """A campaign that does not exist or is not well defined."""
 
 
-def _is_mapping(value):
-    return hasattr(value, 'keys') and hasattr(value, '__getitem__')
-
-
 def plan(campaigns, name, experiments):
     """Check campaign ``name`` and every experiment it names before anything changes."""
-    if not _is_mapping(campaigns):
+    if not is_mapping(campaigns):
         raise CampaignError('serving_campaigns must be a mapping of name to campaign, got %s'
                             % type(campaigns).__name__)
     known = ', '.join(sorted(campaigns.keys())) or 'none'
@@ -42,11 +40,9 @@ def plan(campaigns, name, experiments):
         raise CampaignError('unknown campaign %r; known: %s (add it to serving_campaigns)' % (name, known))
     entry = campaigns[name]
     where = 'serving_campaigns.%s' % name
-    if not _is_mapping(entry):
-        raise CampaignError('%s must be a mapping with %s' % (where, ', '.join(ENTRY_KEYS)))
-    unknown = sorted(k for k in entry.keys() if k not in ENTRY_KEYS)
-    if unknown:
-        raise CampaignError('%s has unknown keys %s; allowed: %s' % (where, ', '.join(unknown), ', '.join(ENTRY_KEYS)))
+    problem = entry_problem(entry, where, ENTRY_KEYS)
+    if problem:
+        raise CampaignError(problem)
     steps = entry.get('experiments')
     if isinstance(steps, (str, bytes)) or not steps or not all(isinstance(s, str) for s in steps):
         raise CampaignError('%s.experiments must be a non-empty list of experiment names' % where)
@@ -136,7 +132,7 @@ def promotion(variables, name, node, kept):
              '# Commit this to make it the baseline; deploy.yml then runs it.']
     for key in sorted(variables.keys()):
         value = variables[key]
-        if _is_mapping(value) and len(value):
+        if is_mapping(value) and len(value):
             lines.append('%s:' % key)
             for sub in sorted(value.keys()):
                 lines.append('  %s: %s' % (sub, json.dumps(value[sub], sort_keys=True)))

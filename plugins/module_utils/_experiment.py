@@ -34,13 +34,23 @@ class ExperimentError(Exception):
     """An experiment that does not exist or is not well defined."""
 
 
-def _is_mapping(value):
+def is_mapping(value):
     return hasattr(value, 'keys') and hasattr(value, '__getitem__')
+
+
+def entry_problem(entry, where, allowed):
+    """Why an inventory entry (experiment, campaign) is not a mapping of only ``allowed`` keys, or None."""
+    if not is_mapping(entry):
+        return '%s must be a mapping with %s' % (where, ', '.join(allowed))
+    unknown = sorted('%s' % k for k in entry.keys() if k not in allowed)
+    if unknown:
+        return '%s has unknown keys %s; allowed: %s' % (where, ', '.join(unknown), ', '.join(allowed))
+    return None
 
 
 def merge(base, overlay):
     """Overlay ``overlay`` on ``base``: mappings merge key by key, anything else replaces."""
-    if not (_is_mapping(base) and _is_mapping(overlay)):
+    if not (is_mapping(base) and is_mapping(overlay)):
         return overlay
     result = dict((k, base[k]) for k in base.keys())
     for key in overlay.keys():
@@ -50,20 +60,17 @@ def merge(base, overlay):
 
 def validate(experiments):
     """Check every entry so that a typo fails before anything on a node changes."""
-    if not _is_mapping(experiments):
+    if not is_mapping(experiments):
         raise ExperimentError('serving_experiments must be a mapping of name to experiment, got %s'
                               % type(experiments).__name__)
     for name in experiments.keys():
         entry = experiments[name]
         where = 'serving_experiments.%s' % name
-        if not _is_mapping(entry):
-            raise ExperimentError('%s must be a mapping with %s' % (where, ', '.join(ENTRY_KEYS)))
-        unknown = sorted(k for k in entry.keys() if k not in ENTRY_KEYS)
-        if unknown:
-            raise ExperimentError('%s has unknown keys %s; allowed: %s'
-                                  % (where, ', '.join(unknown), ', '.join(ENTRY_KEYS)))
+        problem = entry_problem(entry, where, ENTRY_KEYS)
+        if problem:
+            raise ExperimentError(problem)
         overlay = entry.get('vars')
-        if not _is_mapping(overlay) or not overlay:
+        if not is_mapping(overlay) or not overlay:
             raise ExperimentError('%s.vars must map role variables to the values the experiment uses' % where)
         bad = sorted(k for k in overlay.keys() if not _VAR_NAME.match('%s' % k))
         if bad:
@@ -144,7 +151,7 @@ def plan(experiments, name, topology, force=False, current=None, known_variables
                 base = current[key] if key in current else None
             except Exception:  # an inventory value that does not template is no base to merge into
                 base = None
-        overlay[key] = merge(base, value) if _is_mapping(value) else value
+        overlay[key] = merge(base, value) if is_mapping(value) else value
     return {
         'name': name,
         'description': entry.get('description') or '',

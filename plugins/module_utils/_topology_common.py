@@ -94,6 +94,16 @@ def find_header(lines, what):
     raise TopologyError("no header line with GPU0 in the %s: expected the output of %s" % (what, EXPECTED[what]))
 
 
+def read_matrix(text, what):
+    """The cleaned lines of a GPU matrix, where its header is, the header, and a warning for text before it."""
+    lines = clean_lines(text, what)
+    header_at, before, header = find_header(lines, what)
+    warnings = []
+    if before.strip():
+        warnings.append("%s: ignored text before the header: %r" % (what, before.strip()))
+    return lines, header_at, header, warnings
+
+
 def int_or_none(value):
     try:
         return int(value)

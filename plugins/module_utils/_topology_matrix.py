@@ -10,10 +10,9 @@ import re
 
 from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
     TopologyError,
-    clean_lines,
-    find_header,
     int_or_none,
     is_link_class,
+    read_matrix,
 )
 
 
@@ -56,11 +55,7 @@ def parse_topo_matrix(text):
     legend) and warnings.
     """
     what = "topology matrix"
-    lines = clean_lines(text, what)
-    warnings = []
-    header_at, before, header = find_header(lines, what)
-    if before.strip():
-        warnings.append("topology matrix: ignored text before the header: %r" % before.strip())
+    lines, header_at, header, warnings = read_matrix(text, what)
 
     devices = []
     columns = []

@@ -11,8 +11,7 @@ import re
 from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
     P2P_STATUS,
     TopologyError,
-    clean_lines,
-    find_header,
+    read_matrix,
 )
 
 from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
@@ -26,11 +25,7 @@ _P2P_CELL = re.compile(r"^[A-Z]{1,4}$")
 def parse_p2p_matrix(text):
     """Parse `nvidia-smi topo -p2p r|w|n|a|p`: N x N statuses (X on the diagonal)."""
     what = "P2P matrix"
-    lines = clean_lines(text, what)
-    warnings = []
-    header_at, before, header = find_header(lines, what)
-    if before.strip():
-        warnings.append("P2P matrix: ignored text before the header: %r" % before.strip())
+    lines, header_at, header, warnings = read_matrix(text, what)
     labels = header.split()
     expected = ["GPU%d" % index for index in range(len(labels))]
     if labels != expected:

@@ -1,18 +1,11 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The serving node: metrics on by default, the node exporter and the GPU textfile collector."""
 
-import pytest
-
+# A failed test prints their journal (conftest.py).
+JOURNAL_UNITS = ["inferops-gpu-metrics", "prometheus-node-exporter"]
 testinfra_hosts = ["lab-mon-gpu"]
 
 PROM_FILE = "/var/lib/prometheus/node-exporter/inferops_gpu.prom"
-
-
-@pytest.fixture()
-def journal(host, request):
-    yield
-    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
-        print(host.run("journalctl -u inferops-gpu-metrics -u prometheus-node-exporter -n 60 --no-pager").stdout)
 
 
 def test_the_server_serves_metrics_without_the_api_key(host):

@@ -4,19 +4,12 @@
 import json
 import os
 
-import pytest
-
+# A failed test prints their journal (conftest.py).
+JOURNAL_UNITS = ["prometheus", "prometheus-alertmanager"]
 testinfra_hosts = ["lab-mon-prom"]
 
 API = "http://127.0.0.1:9090/api/v1"
 LAB_API_KEY = "lab-api-key-not-a-secret"
-
-
-@pytest.fixture()
-def journal(host, request):
-    yield
-    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
-        print(host.run("journalctl -u prometheus -u prometheus-alertmanager -n 60 --no-pager").stdout)
 
 
 def api(host, path, query=None):

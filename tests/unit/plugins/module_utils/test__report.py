@@ -133,6 +133,14 @@ def test_redact_masks_secrets_only():
                      'NCCL_P2P_LEVEL': '5', 'HF_TOKEN_UNSET': ''}
 
 
+def test_redact_masks_every_name_the_input_check_calls_a_secret():
+    # The server role publishes its environment through redact() alone: its markers must cover them all.
+    from ansible_collections.inferops.serving.plugins.module_utils._inputs import SECRET_ENV_NAMES
+
+    shown = redact(dict((name, 'value') for name in SECRET_ENV_NAMES))
+    assert shown == dict((name, REDACTED) for name in SECRET_ENV_NAMES)
+
+
 def test_the_report_card_shows_the_running_configuration_else_the_last_baseline():
     from ansible_collections.inferops.serving.plugins.module_utils._report import report_view
     records = [
