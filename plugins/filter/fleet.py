@@ -9,6 +9,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
+    node_plan_state,
+    replica_rollout,
     replica_settings,
     rollout_batches,
 )
@@ -42,10 +44,23 @@ def fleet_batches(hosts, hostvars, replicas_per_batch=1):
         raise AnsibleFilterError(str(exc))
 
 
+def fleet_node_plan(deployed_before, would_restart):
+    return node_plan_state(deployed_before, would_restart)
+
+
+def fleet_replica_rollout(nodes, plan):
+    if not isinstance(plan, dict):
+        raise AnsibleFilterError('fleet_replica_rollout: the plan must be a mapping of node to state, got %s'
+                                 % type(plan).__name__)
+    return replica_rollout(list(nodes or []), plan)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'sglang_requests_in_flight': sglang_requests_in_flight,
             'fleet_replica': fleet_replica,
             'fleet_batches': fleet_batches,
+            'fleet_node_plan': fleet_node_plan,
+            'fleet_replica_rollout': fleet_replica_rollout,
         }

@@ -76,3 +76,35 @@ def rollout_batches(hosts, replica_of, replicas_per_batch=1):
         ordered.extend(batch)
         sizes.append(len(batch))
     return {'hosts': ordered, 'sizes': sizes or [1]}
+
+
+# What the check-mode plan says of one node (playbooks/plan.yml).
+NODE_NEW = 'new'            # never deployed by this collection: serves nothing yet
+NODE_CHANGES = 'changes'    # deployed, and a deploy would restart its server
+NODE_CURRENT = 'current'    # deployed, and a deploy would change nothing on its server
+NODE_STATES = (NODE_NEW, NODE_CHANGES, NODE_CURRENT)
+
+
+def node_plan_state(deployed_before, would_restart):
+    """One node's line of the plan."""
+    if not deployed_before:
+        return NODE_NEW
+    return NODE_CHANGES if would_restart else NODE_CURRENT
+
+
+def replica_rollout(nodes, plan):
+    """Which path the replica of ``nodes`` takes in a deploy: 'new', 'changes' or 'current'.
+
+    Its nodes restart together, so the replica changes when any node does. A replica whose
+    nodes are all new serves nothing yet and can be deployed with the other new ones at once,
+    without a drain. A node the plan has no answer for (its check did not run) is taken as
+    changing: the careful, drained path.
+    """
+    states = [plan.get(node) for node in nodes]
+    if any(state not in NODE_STATES for state in states):
+        return NODE_CHANGES
+    if states and all(state == NODE_NEW for state in states):
+        return NODE_NEW
+    if any(state != NODE_CURRENT for state in states):
+        return NODE_CHANGES
+    return NODE_CURRENT

@@ -59,3 +59,39 @@ def test_logprobs_follow_sglang_chat_format():
     content = sim.logprobs_content([('17', -0.1), (' times', -0.2)], 1)['content']
     assert content[0] == {'token': '17', 'bytes': [49, 55], 'logprob': -0.1,
                           'top_logprobs': [{'token': '17', 'bytes': [49, 55], 'logprob': -0.1}]}
+
+
+@pytest.fixture()
+def rank_1_server():
+    """The simulated server as node rank 1 of a replica across nodes, with an API key, ready."""
+    import threading
+
+    state = {"node_rank": 1, "api_key": "key", "metrics": None, "ready": threading.Event()}
+    state["ready"].set()
+    server = sim.Server(("127.0.0.1", 0), sim.make_handler(state))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+def _status(url, method="GET"):
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(url, data=b"{}" if method == "POST" else None, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_a_rank_above_0_answers_only_health_as_sglang_does(rank_1_server):
+    # SGLang's launch_dummy_health_check_server: no API key check, and no API at all.
+    for path in ("/health", "/health_generate", "/ping"):
+        assert _status(rank_1_server + path) == 200, path
+    assert _status(rank_1_server + "/v1/models") == 404
+    assert _status(rank_1_server + "/metrics") == 404
+    assert _status(rank_1_server + "/v1/chat/completions", "POST") == 404

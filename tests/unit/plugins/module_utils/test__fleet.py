@@ -8,6 +8,8 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
+    node_plan_state,
+    replica_rollout,
     replica_settings,
     rollout_batches,
 )
@@ -59,3 +61,23 @@ def test_no_changing_node_gives_one_empty_batch_size():
 def test_serial_below_one_is_refused():
     with pytest.raises(FleetError, match='1 or more'):
         rollout_batches(['gpu-1'], {}, 0)
+
+
+@pytest.mark.parametrize('deployed, restart, state', [
+    (False, False, 'new'), (False, True, 'new'), (True, True, 'changes'), (True, False, 'current')])
+def test_a_node_is_new_until_deployed_then_changes_only_when_its_server_would_restart(deployed, restart, state):
+    assert node_plan_state(deployed, restart) == state
+
+
+@pytest.mark.parametrize('plan, path', [
+    ({'a': 'new', 'b': 'new'}, 'new'),
+    ({'a': 'current', 'b': 'current'}, 'current'),
+    # One node deployed before: the replica serves, so it restarts a batch at a time, drained.
+    ({'a': 'new', 'b': 'current'}, 'changes'),
+    ({'a': 'current', 'b': 'changes'}, 'changes'),
+    # No answer for a node (its check did not run), or an answer not understood: the careful path.
+    ({'a': 'new'}, 'changes'),
+    ({'a': 'current', 'b': True}, 'changes'),
+])
+def test_a_replica_takes_the_path_of_its_nodes(plan, path):
+    assert replica_rollout(['a', 'b'], plan) == path

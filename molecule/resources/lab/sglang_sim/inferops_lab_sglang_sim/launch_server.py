@@ -60,6 +60,7 @@ def parse_args(argv):
     parser.add_argument("--enable-flashinfer-allreduce-fusion", action="store_true")
     parser.add_argument("--enable-metrics", action="store_true")
     parser.add_argument("--max-running-requests", type=int, default=None)
+    parser.add_argument("--node-rank", type=int, default=0)
     args, ignored = parser.parse_known_args(argv)
     return args, ignored
 
@@ -373,7 +374,25 @@ def make_handler(state):
             self._send_json(401, {"error": "Unauthorized"})
             return False
 
+        def _answered_as_rank_above_0(self):
+            # SGLang 0.5.9 (entrypoints/engine.py): a node of rank 1 or more of a replica across
+            # nodes runs only its schedulers and launch_dummy_health_check_server, which answers
+            # /ping, /health and /health_generate (and /metrics with --enable-metrics) without an
+            # API key check, and nothing else.
+            if state["node_rank"] < 1:
+                return False
+            path = self.path.split("?")[0].rstrip("/")
+            if self.command == "GET" and path in ("/ping", "/health", "/health_generate"):
+                self._send_json(200 if state["ready"].is_set() else 503, {})
+                return True
+            if self.command == "GET" and path == "/metrics" and state["metrics"] is not None:
+                return False
+            self._send_json(404, {"detail": "Not Found"})
+            return True
+
         def do_GET(self):
+            if self._answered_as_rank_above_0():
+                return
             if self.path.startswith("/health"):
                 if state["ready"].is_set():
                     self._send_json(200, {})
@@ -406,6 +425,8 @@ def make_handler(state):
             self._send_json(404, {"error": "not found"})
 
         def do_POST(self):
+            if self._answered_as_rank_above_0():
+                return
             if not self._authorized():
                 return
             if self.path != "/v1/chat/completions":
@@ -511,6 +532,7 @@ def main(argv=None):
         "model": args.model_path,
         "served": served,
         "api_key": args.api_key,
+        "node_rank": args.node_rank,
         "ready": threading.Event(),
         "budget": TokenBudget(rate, load, os.environ.get("INFEROPS_LAB_SIM_SEED", "0"), noise),
         "metrics": Metrics(served, args.max_running_requests) if args.enable_metrics else None,
