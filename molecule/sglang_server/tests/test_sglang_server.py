@@ -14,7 +14,6 @@ HF_TOKEN = "hf_labTokenDoNotLog0123456789"
 SECRETS = (API_KEY, HF_TOKEN)
 UNIT = "/etc/systemd/system/sglang.service"
 ENV_FILE = "/etc/sglang/sglang.env"
-HF_TOKEN_FILE = "/etc/sglang/sglang.hf_token"
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
 
 
@@ -79,31 +78,30 @@ def test_unit_file_content_and_permissions(host):
         assert secret not in text
 
 
-def test_environment_file_is_private_and_holds_env_and_the_api_key(host):
+def test_environment_file_is_private_and_holds_env_and_secrets(host):
     env = host.file(ENV_FILE)
     assert env.user == "root" and env.group == "root" and env.mode == 0o600
     assert host.file("/etc/sglang").mode == 0o700
     text = env.content_string
     for line in ('NCCL_IB_DISABLE="1"', 'NCCL_P2P_LEVEL="5"', 'NCCL_MIN_NCHANNELS="8"', 'OMP_NUM_THREADS="8"',
                  'SAFETENSORS_FAST_GPU="1"', 'HF_HOME="/var/lib/sglang/huggingface"',
-                 'SGLANG_API_KEY="%s"' % API_KEY):
+                 'SGLANG_API_KEY="%s"' % API_KEY, 'HF_TOKEN="%s"' % HF_TOKEN):
         assert line in text.splitlines(), line
-    assert HF_TOKEN not in text
 
 
-def test_the_hf_token_reaches_the_server_as_a_credential_only_it_reads(host):
-    token = host.file(HF_TOKEN_FILE)
-    assert token.user == "root" and token.mode == 0o600 and token.content_string == HF_TOKEN
-    unit = host.file(UNIT).content_string.splitlines()
-    assert "LoadCredential=hf_token:%s" % HF_TOKEN_FILE in unit
-    assert "Environment=HF_TOKEN_PATH=%d/hf_token" in unit
-    # What huggingface_hub in the server reads: HF_TOKEN_PATH, a file the service user can read.
+def test_the_hf_token_reaches_the_server_as_a_file_of_its_own(host):
+    # The launcher moves the token from its environment into a 0600 file of the service user in
+    # the unit's private /tmp and gives the server (and its workers) only its path, HF_TOKEN_PATH,
+    # which huggingface_hub reads. Seen here through the server's mount namespace.
     pid = service_state(host)["MainPID"]
-    environ = dict(line.split("=", 1) for line in host.check_output("tr '\\0' '\\n' < /proc/%s/environ", pid)
-                   .splitlines() if "=" in line)
-    assert "HF_TOKEN" not in environ
-    assert host.run("runuser -u sglang -- cat %s", environ["HF_TOKEN_PATH"]).stdout == HF_TOKEN
-    assert host.run("runuser -u nobody -- cat %s", environ["HF_TOKEN_PATH"]).rc != 0
+    assert b"HF_TOKEN=" not in host.file("/proc/%s/environ" % pid).content
+    private_tmp = "nsenter -t %s -m sh -c %s"
+    files = host.check_output(private_tmp, pid, "ls /tmp/sglang-launch-*.secret").split()
+    assert len(files) == 1, files
+    assert host.check_output(private_tmp, pid, "stat -c '%U %a' " + files[0]) == "sglang 600"
+    assert host.check_output(private_tmp, pid, "cat " + files[0]) == HF_TOKEN
+    # Outside the server's private /tmp the file does not exist.
+    assert not host.file(files[0]).exists
 
 
 def test_unit_verifies_clean(host):

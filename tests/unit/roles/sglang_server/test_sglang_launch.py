@@ -86,6 +86,28 @@ def test_the_running_process_environment_block_has_no_key(tmp_path):
     assert out == ['0', 'sk-environ-test']
 
 
+def test_the_hf_token_reaches_the_server_and_its_workers_as_a_private_file(tmp_path):
+    # A real exec, and a worker started the way SGLang starts its schedulers (a new process).
+    import subprocess
+    (tmp_path / 'worker.py').write_text(
+        'import os, sys\n'
+        'print(open("/proc/%d/environ" % os.getpid(), "rb").read().count(b"hf_environ"),\n'
+        '      os.environ.get("HF_TOKEN"), os.environ["HF_TOKEN_PATH"] == sys.argv[1])\n')
+    (tmp_path / 'show_token.py').write_text(
+        'import os, stat, subprocess, sys\n'
+        'path = os.environ["HF_TOKEN_PATH"]\n'
+        'print(open("/proc/%d/environ" % os.getpid(), "rb").read().count(b"hf_environ"))\n'
+        'print(oct(stat.S_IMODE(os.stat(path).st_mode)), open(path).read())\n'
+        'sys.stdout.flush()\n'
+        'subprocess.run([sys.executable, "-m", "worker", path], check=True)\n')
+    env = dict(os.environ, HF_TOKEN='hf_environ_test', PYTHONPATH=str(tmp_path), TMPDIR=str(tmp_path))
+    out = subprocess.run([sys.executable, LAUNCHER, 'run', 'show_token'], env=env, stdout=subprocess.PIPE,
+                         universal_newlines=True, check=True).stdout.split()
+    assert out == ['0', '0o600', 'hf_environ_test', '0', 'None', 'True']
+    # Removed when the server exits.
+    assert not list(tmp_path.glob('sglang-launch-*'))
+
+
 def test_without_a_key_the_argv_is_unchanged(launcher, fake_sglang, monkeypatch):
     monkeypatch.delenv('SGLANG_API_KEY', raising=False)
     monkeypatch.setenv('SGLANG_ADMIN_API_KEY', '')
