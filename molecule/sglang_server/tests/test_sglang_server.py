@@ -92,16 +92,15 @@ def test_environment_file_is_private_and_holds_env_and_secrets(host):
 def test_the_hf_token_reaches_the_server_as_a_file_of_its_own(host):
     # The launcher moves the token from its environment into a 0600 file of the service user in
     # the unit's private /tmp and gives the server (and its workers) only its path, HF_TOKEN_PATH,
-    # which huggingface_hub reads. Seen here through the server's mount namespace.
+    # which huggingface_hub reads. Seen here from outside: systemd keeps that /tmp under
+    # /tmp/systemd-private-*-sglang.service-*/ (root only).
     pid = service_state(host)["MainPID"]
     assert b"HF_TOKEN=" not in host.file("/proc/%s/environ" % pid).content
-    private_tmp = "nsenter -t %s -m sh -c %s"
-    files = host.check_output(private_tmp, pid, "ls /tmp/sglang-launch-*.secret").split()
+    files = host.check_output("ls /tmp/systemd-private-*-sglang.service-*/tmp/sglang-launch-*.secret").split()
     assert len(files) == 1, files
-    assert host.check_output(private_tmp, pid, "stat -c '%U %a' " + files[0]) == "sglang 600"
-    assert host.check_output(private_tmp, pid, "cat " + files[0]) == HF_TOKEN
-    # Outside the server's private /tmp the file does not exist.
-    assert not host.file(files[0]).exists
+    assert host.check_output("stat -c '%%U %%a' %s", files[0]) == "sglang 600"
+    assert host.file(files[0]).content_string == HF_TOKEN
+    assert host.check_output("stat -c '%%U %%a' %s", files[0].split("/tmp/sglang-launch-")[0]) == "root 700"
 
 
 def test_unit_verifies_clean(host):
