@@ -2,6 +2,7 @@
 """What the benchmark scripts share: the controller's environment and a logged, timed command."""
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -36,3 +37,53 @@ def run(argv, log, check=True, extra_env=None):
         sys.stderr.write(proc.stdout[-4000:])
         raise SystemExit("%s failed (rc=%d); full log in %s" % (" ".join(argv[:6]), proc.returncode, log))
     return elapsed, proc
+
+
+def container_cpu_seconds(name):
+    """CPU seconds the container NAME has used so far (its cgroup), or None where unreadable."""
+    proc = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", name], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
+    cid = proc.stdout.strip()
+    if proc.returncode != 0 or not cid:
+        return None
+    # cgroup v1 (cgroupfs driver), then cgroup v2 under the systemd or the cgroupfs driver.
+    v1 = "/sys/fs/cgroup/cpuacct/docker/%s/cpuacct.usage" % cid
+    if os.path.exists(v1):
+        with open(v1) as handle:
+            return int(handle.read()) / 1e9
+    for stat in ("/sys/fs/cgroup/system.slice/docker-%s.scope/cpu.stat" % cid, "/sys/fs/cgroup/docker/%s/cpu.stat" % cid):
+        if os.path.exists(stat):
+            with open(stat) as handle:
+                for line in handle:
+                    key, _sep, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+    return None
+
+
+class CpuMeter(object):
+    """CPU seconds used while it is open: by the controller's commands (run() children) and by the
+    lab containers, which share the controller's cores on this machine."""
+
+    def __init__(self, containers):
+        self.containers = list(containers)
+        self.controller = self.nodes = None
+
+    @staticmethod
+    def _children():
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    def _nodes(self):
+        used = [container_cpu_seconds(name) for name in self.containers]
+        return None if None in used else sum(used)
+
+    def __enter__(self):
+        self._start = (self._children(), self._nodes())
+        return self
+
+    def __exit__(self, *exc):
+        self.controller = self._children() - self._start[0]
+        end = self._nodes()
+        self.nodes = None if end is None or self._start[1] is None else end - self._start[1]
+        return False

@@ -3,7 +3,9 @@
 
 Rows:
   * no-op redeploy of the three nodes (deploy.yml -l gpu_nodes, changed=0 required) against one
-    node's no-op (deploy.yml -l <node>) in the same run; goal <= 1.3x;
+    node's no-op (deploy.yml -l <node>) in the same run; goal <= 1.3x; with the CPU seconds each
+    used on the controller and in the lab nodes, which here share the controller's cores (on a
+    real fleet each node's share runs on that node);
   * requests that failed through the router during a rolling redeploy that changes one argument
     on every node (molecule/fleet/loadgen.py at a fixed concurrency); goal 0;
   * p99 latency of those requests during the rollout against the 15 s before it.
@@ -21,15 +23,28 @@ import sys
 import tempfile
 import time
 
-from bench_common import BIN, REPO_ROOT, run
+from bench_common import BIN, REPO_ROOT, CpuMeter, run
 
 NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
 ROUTER = "bench-fleet-router"
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 # The plan checks every node at once.
 FORKS = {"ANSIBLE_FORKS": "8"}
+CORES = os.cpu_count() or 1
 HOST_VARS = ("      ansible_connection: community.docker.docker\n      ansible_user: root\n"
              "      ansible_python_interpreter: /usr/bin/python3\n")
+
+
+def cpu_text(fleet_seconds, one_seconds):
+    if fleet_seconds is None or one_seconds is None:
+        return "unavailable (no readable cgroup)"
+    return "%.1f s / %.1f s" % (fleet_seconds, one_seconds)
+
+
+def busy_text(fleet_cpu, fleet, one_cpu, one):
+    if fleet_cpu.nodes is None or one_cpu.nodes is None:
+        return "unavailable"
+    return "%.2f / %.2f" % ((fleet_cpu.controller + fleet_cpu.nodes) / fleet, (one_cpu.controller + one_cpu.nodes) / one)
 
 
 def changed_total(output):
@@ -77,10 +92,12 @@ def main(argv):
     containers("started", log)
     try:
         run(playbook, log, extra_env=FORKS)
-        one, proc = run(playbook + ["-l", NODES[0]], log, extra_env=FORKS)
+        with CpuMeter(NODES + [ROUTER]) as one_cpu:
+            one, proc = run(playbook + ["-l", NODES[0]], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of one node changed something; log in %s" % log)
-        fleet, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=FORKS)
+        with CpuMeter(NODES + [ROUTER]) as fleet_cpu:
+            fleet, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
 
@@ -108,6 +125,11 @@ def main(argv):
     ratio = fleet / one
     rows = [
         ("fleet no-op redeploy, 3 nodes / 1 node", "%.1f s / %.1f s = %.2fx" % (fleet, one, ratio), "<= 1.3x"),
+        ("  CPU of those no-ops, controller", "%.1f s / %.1f s" % (fleet_cpu.controller, one_cpu.controller),
+         "ansible-playbook and its children"),
+        ("  CPU of those no-ops, lab nodes", cpu_text(fleet_cpu.nodes, one_cpu.nodes),
+         "containers on the controller's %d cores" % CORES),
+        ("  cores busy during those no-ops", busy_text(fleet_cpu, fleet, one_cpu, one), "of %d" % CORES),
         ("failed requests during the rolling redeploy", "%d of %d (rollout %.0f s)"
          % (clients["during"]["failed"], clients["during"]["requests"], rollout), "0"),
         ("p99 latency during / before the rollout", "%s ms / %s ms" % (clients["during"]["p99_ms"], clients["before"]["p99_ms"]),
@@ -121,6 +143,8 @@ def main(argv):
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"noop_one_s": one, "noop_fleet_s": fleet, "ratio": ratio, "rollout_s": rollout,
+                       "noop_cpu_s": {"one": {"controller": one_cpu.controller, "nodes": one_cpu.nodes},
+                                      "fleet": {"controller": fleet_cpu.controller, "nodes": fleet_cpu.nodes}},
                        "clients": clients}, handle, indent=2)
     return 0
 

@@ -44,10 +44,6 @@ def fleet_batches(hosts, hostvars, replicas_per_batch=1):
         raise AnsibleFilterError(str(exc))
 
 
-def fleet_node_plan(deployed_before, would_restart):
-    return node_plan_state(deployed_before, would_restart)
-
-
 def fleet_replica_rollout(nodes, plan):
     if not isinstance(plan, dict):
         raise AnsibleFilterError('fleet_replica_rollout: the plan must be a mapping of node to state, got %s'
@@ -61,6 +57,6 @@ class FilterModule(object):
             'sglang_requests_in_flight': sglang_requests_in_flight,
             'fleet_replica': fleet_replica,
             'fleet_batches': fleet_batches,
-            'fleet_node_plan': fleet_node_plan,
+            'fleet_node_plan': node_plan_state,
             'fleet_replica_rollout': fleet_replica_rollout,
         }

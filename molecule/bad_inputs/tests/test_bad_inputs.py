@@ -333,3 +333,25 @@ def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_
     assert "No module named inferops_lab_no_such_module" in output
     rc, output = ansible_playbook(str(playbook), "-e", json.dumps(SERVER))
     assert rc == 0, output[-3000:]
+
+
+@pytest.mark.parametrize("playbook, variable", [("experiment.yml", "serving_experiment=sm120_allreduce_fusion"),
+                                                ("campaign.yml", "serving_campaign=pcie_throughput")])
+def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_anything_changes(host, tmp_path,
+                                                                                                 playbook, variable):
+    # The second node is never contacted: the refusal comes before any task on a node.
+    replica = tmp_path / "replica.yml"
+    replica.write_text(json.dumps({"gpu_nodes": {"children": {"replica_a": {
+        "hosts": {NODE: {}, "lab-bad_inputs-rank-1": {"ansible_host": "192.0.2.1"}},
+        "vars": {"serving_replica_group": "replica_a"}}}}}))
+    before = host.check_output(SNAPSHOT)
+    rc, output = ansible_playbook("-i", str(replica),
+                                  os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
+                                  "-l", NODE, "-e", variable)
+    assert rc != 0
+    assert ("%s is rank 0 of replica replica_a (%s, lab-bad_inputs-rank-1), which serves across nodes" % (NODE, NODE)
+            in output), output[-3000:]
+    assert "roll them out with `ansible-playbook deploy.yml`" in output
+    assert "Take the node lock" not in output
+    assert not host.file("/var/lib/inferops-serving/node.lock").exists
+    assert host.check_output(SNAPSHOT) == before
