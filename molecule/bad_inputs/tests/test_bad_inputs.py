@@ -335,10 +335,13 @@ def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_
     assert rc == 0, output[-3000:]
 
 
-@pytest.mark.parametrize("playbook, variable", [("experiment.yml", "serving_experiment=sm120_allreduce_fusion"),
-                                                ("campaign.yml", "serving_campaign=pcie_throughput")])
-def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_anything_changes(host, tmp_path,
-                                                                                                 playbook, variable):
+REFUSED_ON_A_REPLICA = [("experiment.yml", "serving_experiment=sm120_allreduce_fusion"),
+                        ("campaign.yml", "serving_campaign=pcie_throughput")]
+
+
+@pytest.mark.parametrize("playbook, variable", REFUSED_ON_A_REPLICA)
+def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_anything_changes(
+        host, tmp_path, playbook, variable):
     # The second node is never contacted: the refusal comes before any task on a node.
     replica = tmp_path / "replica.yml"
     replica.write_text(json.dumps({"gpu_nodes": {"children": {"replica_a": {
