@@ -39,34 +39,43 @@ def run(argv, log, check=True, extra_env=None):
     return elapsed, proc
 
 
-def container_cpu_seconds(name):
-    """CPU seconds the container NAME has used so far (its cgroup), or None where unreadable."""
+def container_cpu_counter(name):
+    """Where the cgroup of container NAME counts its CPU time: (file, key or None, seconds per unit),
+    or None where that is unreadable."""
     proc = subprocess.run(["docker", "inspect", "-f", "{{.Id}}", name], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, universal_newlines=True, check=False)
     cid = proc.stdout.strip()
     if proc.returncode != 0 or not cid:
         return None
     # cgroup v1 (cgroupfs driver), then cgroup v2 under the systemd or the cgroupfs driver.
-    v1 = "/sys/fs/cgroup/cpuacct/docker/%s/cpuacct.usage" % cid
-    if os.path.exists(v1):
-        with open(v1) as handle:
-            return int(handle.read()) / 1e9
-    for stat in ("/sys/fs/cgroup/system.slice/docker-%s.scope/cpu.stat" % cid, "/sys/fs/cgroup/docker/%s/cpu.stat" % cid):
-        if os.path.exists(stat):
-            with open(stat) as handle:
-                for line in handle:
-                    key, _sep, value = line.partition(" ")
-                    if key == "usage_usec":
-                        return int(value) / 1e6
+    for counter in (("/sys/fs/cgroup/cpuacct/docker/%s/cpuacct.usage" % cid, None, 1e-9),
+                    ("/sys/fs/cgroup/system.slice/docker-%s.scope/cpu.stat" % cid, "usage_usec", 1e-6),
+                    ("/sys/fs/cgroup/docker/%s/cpu.stat" % cid, "usage_usec", 1e-6)):
+        if os.path.exists(counter[0]):
+            return counter
     return None
+
+
+def read_cpu_seconds(counter):
+    """CPU seconds so far from a counter of container_cpu_counter()."""
+    path, key, unit = counter
+    with open(path) as handle:
+        if key is None:
+            return int(handle.read()) * unit
+        for line in handle:
+            name, _sep, value = line.partition(" ")
+            if name == key:
+                return int(value) * unit
+    raise ValueError("%s has no %s line" % (path, key))
 
 
 class CpuMeter(object):
     """CPU seconds used while it is open: by the controller's commands (run() children) and by the
-    lab containers, which share the controller's cores on this machine."""
+    lab containers, which share the controller's cores on this machine. The containers' counters
+    are found before it opens, so that finding them is not measured."""
 
     def __init__(self, containers):
-        self.containers = list(containers)
+        self._counters = [container_cpu_counter(name) for name in containers]
         self.controller = self.nodes = None
 
     @staticmethod
@@ -75,8 +84,9 @@ class CpuMeter(object):
         return usage.ru_utime + usage.ru_stime
 
     def _nodes(self):
-        used = [container_cpu_seconds(name) for name in self.containers]
-        return None if None in used else sum(used)
+        if None in self._counters:
+            return None
+        return sum(read_cpu_seconds(counter) for counter in self._counters)
 
     def __enter__(self):
         self._start = (self._children(), self._nodes())
@@ -85,5 +95,5 @@ class CpuMeter(object):
     def __exit__(self, *exc):
         self.controller = self._children() - self._start[0]
         end = self._nodes()
-        self.nodes = None if end is None or self._start[1] is None else end - self._start[1]
+        self.nodes = None if end is None else end - self._start[1]
         return False
