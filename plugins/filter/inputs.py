@@ -7,12 +7,19 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
 from ansible_collections.inferops.serving.plugins.module_utils._inputs import (
     missing_pins,
     pins_to_look_up,
     role_input_errors,
     serial,
 )
+
+
+def argument_type_errors(options, values):
+    if not isinstance(options, dict) or not isinstance(values, (list, tuple)):
+        raise AnsibleFilterError('argument_type_errors: give the options of an entry point and their values in order')
+    return type_errors(options, dict(zip(sorted(options), values)))
 
 
 def input_errors(variables, role):
@@ -41,6 +48,7 @@ def packages_to_look_up(pip_list, versions, packages):
 class FilterModule(object):
     def filters(self):
         return {
+            'argument_type_errors': argument_type_errors,
             'input_errors': input_errors,
             'serial_errors': serial_errors,
             'missing_versions': missing_versions,
