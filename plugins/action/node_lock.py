@@ -13,6 +13,7 @@ import time
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.inferops.serving.plugins.module_utils._node_lock import (
+    describe,
     held_message,
     holder_is_gone,
     pid_alive,
@@ -62,13 +63,17 @@ class ActionModule(ActionBase):
         args['holder'] = me
         deadline = time.time() + wait
         started = time.time()
+        waited_for = None
         while True:
             outcome = self._execute_module(module_name='inferops.serving.node_lock', module_args=args,
                                            task_vars=task_vars)
             if outcome.get('failed') or args.get('state', 'present') == 'absent' or outcome.get('acquired'):
                 result.update(outcome)
+                # Said by the lock task: this run waited, so what it does next follows the other run.
+                result.update(waited=int(time.time() - started) if waited_for else 0, waited_for=waited_for)
                 return result
             current = outcome.get('held_by') or {}
+            waited_for = describe(current)
             if holder_is_gone(current, me['controller'], pid_alive) and args.get('break_run_id') != current.get('run_id'):
                 args['break_run_id'] = current.get('run_id')
                 continue

@@ -27,7 +27,7 @@ description:
   - With O(state=absent), at the start of a converge, removes the record unless it names
     O(fingerprint), so that a converge that fails half way leaves a node the next plan converges
     again.
-  - The action plugin of the same name computes O(fingerprint) when it is not given: every
+  - The action plugin of the same name computes O(fingerprint) when it is not given, from every
     documented variable of the roles gpu_vm, sglang and sglang_server as it resolves for the node
     (role defaults below the node's variables), and the collection's own code.
   - Read-only in O(state=query), so it runs in check mode; O(state=present) and O(state=absent)

@@ -104,6 +104,14 @@ released:
   description: Whether a lock of this run was removed (O(state=absent)).
   returned: always
   type: bool
+waited:
+  description: Seconds this run waited for another run's lock (0 when it found the node free).
+  returned: always
+  type: int
+waited_for:
+  description: The run this one waited for, as a person reads it, or null.
+  returned: always
+  type: str
 '''
 
 import json
