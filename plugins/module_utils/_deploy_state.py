@@ -213,8 +213,8 @@ def drift(record, fingerprint, observed):
     for name, state in sorted((record.get('packages') or {}).items()):
         now = observed['packages'].get(name)
         if now != state:
-            packages.append('package %s is %s, the last deploy left %s' % (name, now or 'not installed',
-                                                                            state or 'it not installed'))
+            packages.append('package %s is %s, the last deploy left %s'
+                            % (name, now or 'not installed', state or 'it not installed'))
     reasons += _limited('packages', packages)
     dists = []
     for name, version in sorted((record.get('distributions') or {}).items()):

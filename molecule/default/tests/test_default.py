@@ -126,11 +126,11 @@ def test_a_hand_edit_of_the_unit_is_found_by_the_plan_and_put_back(host):
     unit = "/etc/systemd/system/sglang.service"
     before = host.file(unit).content_string
     host.run("sed -i 's/^Restart=.*/Restart=no/' %s", unit)
-    rc, output, _ = _deploy()
+    rc, output, _finished = _deploy()
     assert rc == 0, output[-3000:]
     assert "would change: %s changed since the last deploy" % unit in " ".join(output.split()), output[-3000:]
     assert host.file(unit).content_string == before
-    rc, output, _ = _deploy()
+    rc, output, _finished = _deploy()
     assert rc == 0 and re.search(r"changed=0\s+unreachable=0\s+failed=0", output), output[-3000:]
 
 
@@ -151,7 +151,7 @@ def test_two_deploys_started_together_end_serving_what_the_last_one_to_finish_re
         assert rc == 0, (name, output[-3000:])
     last = max(results, key=lambda name: results[name][2])
     assert _served_name(host) == last
-    assert any("s for the node lock of" in " ".join(output.split()) for _rc, output, _ in results.values()), \
+    assert any("s for the node lock of" in " ".join(output.split()) for _rc, output, _finished in results.values()), \
         "neither run waited for the other"
-    rc, output, _ = _deploy()
+    rc, output, _finished = _deploy()
     assert rc == 0, output[-3000:]
