@@ -113,7 +113,6 @@ venv:
 '''
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import (
@@ -125,6 +124,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deploy_state imp
     record_spec,
     record_text,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._node_lock import write_atomically
 
 
 def _read_text(path):
@@ -140,21 +140,6 @@ def _service_state(module):
         rc, out, _err = module.run_command(['systemctl', 'show', unit, '--property=ActiveState', '--value'])
         return out.strip() if rc == 0 else None
     return state
-
-
-def _write(path, text):
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        os.makedirs(folder, 0o755)
-    handle, temp = tempfile.mkstemp(dir=folder, prefix='.deployed.')
-    try:
-        with os.fdopen(handle, 'w') as out:
-            out.write(text)
-        os.chmod(temp, 0o600)
-        os.rename(temp, path)
-    except Exception:
-        os.unlink(temp)
-        raise
 
 
 def main():
@@ -205,7 +190,9 @@ def main():
     if wanted != text:
         result['changed'] = True
         if not module.check_mode:
-            _write(path, wanted)
+            if not os.path.isdir(os.path.dirname(path)):
+                os.makedirs(os.path.dirname(path), 0o755)
+            write_atomically(path, wanted, mode=0o600)
     result['plan'] = 'current'
     module.exit_json(**result)
 
