@@ -119,6 +119,19 @@ def site_packages_dirs(venv, listdir=os.listdir):
     return found
 
 
+def absolute_files(files, venv):
+    """Absolute paths of ``files``: a relative one is a path inside the venv's site-packages (as pip's
+    RECORD and the patches name them)."""
+    dirs = site_packages_dirs(venv) if venv else []
+    absolute = []
+    for path in files:
+        if not os.path.isabs(path) and dirs:
+            path = next((os.path.join(d, path) for d in dirs if os.path.exists(os.path.join(d, path))),
+                        os.path.join(dirs[0], path))
+        absolute.append(path)
+    return absolute
+
+
 def distribution_state(search_dirs, name, hashed_paths):
     """{'version', 'drifted'}: the installed version (None if absent) and every file of its RECORD
     that is missing or has another size than pip wrote. Files in ``hashed_paths`` are checked by
@@ -194,6 +207,33 @@ def _limited(kind, reasons):
     return reasons[:MAX_REASONS_PER_KIND] + ['and %d more %s' % (len(reasons) - MAX_REASONS_PER_KIND, kind)]
 
 
+def _package_reasons(record, observed):
+    reasons = []
+    for name, state in sorted((record.get('packages') or {}).items()):
+        now = observed['packages'].get(name)
+        if now != state:
+            reasons.append('package %s is %s, the last deploy left %s'
+                           % (name, now or 'not installed', state or 'it not installed'))
+    return _limited('packages', reasons)
+
+
+def _distribution_reasons(record, observed):
+    reasons = []
+    for name, version in sorted((record.get('distributions') or {}).items()):
+        now = observed['distributions'].get(name) or {'version': None, 'drifted': []}
+        if now['version'] != version:
+            reasons.append('%s is %s in %s, the last deploy left %s' % (
+                name, now['version'] or 'not installed', record.get('venv'), version))
+        reasons += now['drifted']
+    return _limited('files of the venv', reasons)
+
+
+def _boot_reasons(record, observed):
+    if record.get('boot_id') != observed['boot_id']:
+        return ['the node restarted since the last deploy (its GPUs and topology are read again)']
+    return []
+
+
 def drift(record, fingerprint, observed):
     """Why a node whose last healthy converge left ``record`` is not current; [] when it is."""
     if record.get('format') != RECORD_FORMAT:
@@ -201,32 +241,34 @@ def drift(record, fingerprint, observed):
     reasons = []
     if record.get('fingerprint') != fingerprint:
         reasons.append('the inputs differ from those of the last deploy (variables, versions or the collection)')
-    if record.get('boot_id') != observed['boot_id']:
-        reasons.append('the node restarted since the last deploy (its GPUs and topology are read again)')
-    files = []
-    for path, checksum in sorted((record.get('files') or {}).items()):
-        now = observed['files'].get(path)
-        if now != checksum:
-            files.append('%s %s since the last deploy' % (path, 'is missing' if now is None else 'changed'))
-    reasons += _limited('files', files)
-    packages = []
-    for name, state in sorted((record.get('packages') or {}).items()):
-        now = observed['packages'].get(name)
-        if now != state:
-            packages.append('package %s is %s, the last deploy left %s'
-                            % (name, now or 'not installed', state or 'it not installed'))
-    reasons += _limited('packages', packages)
-    dists = []
-    for name, version in sorted((record.get('distributions') or {}).items()):
-        now = observed['distributions'].get(name) or {'version': None, 'drifted': []}
-        if now['version'] != version:
-            dists.append('%s is %s in %s, the last deploy left %s' % (
-                name, now['version'] or 'not installed', record.get('venv'), version))
-        dists += now['drifted']
-    reasons += _limited('files of the venv', dists)
+    reasons += _boot_reasons(record, observed)
+    reasons += _limited('files', ['%s %s since the last deploy'
+                                  % (path, 'is missing' if observed['files'].get(path) is None else 'changed')
+                                  for path in files_to_restore(record, observed)])
+    reasons += _package_reasons(record, observed)
+    reasons += _distribution_reasons(record, observed)
     if record.get('service') and observed['service'] != 'active':
         reasons.append('%s is %s, not active' % (record['service'], observed['service'] or 'unknown'))
     return reasons
+
+
+def restore_blockers(snapshot, observed):
+    """Why putting the files of ``snapshot`` (a record taken before an experiment) back would not
+    bring the node back to it: packages, Python distributions or the boot changed since; [] when
+    the files alone do."""
+    return _boot_reasons(snapshot, observed) + _package_reasons(snapshot, observed) + \
+        _distribution_reasons(snapshot, observed)
+
+
+def files_to_restore(snapshot, observed):
+    """The files of ``snapshot`` whose content differs now (None in the snapshot: to remove)."""
+    return sorted(path for path, checksum in (snapshot.get('files') or {}).items()
+                  if observed['files'].get(path) != checksum)
+
+
+def stored_name(path):
+    """The name a file's copy has in a snapshot folder."""
+    return hashlib.sha256(path.encode('utf-8')).hexdigest()[:32]
 
 
 def plan_state(record, fingerprint, observed, deployed_before):

@@ -27,6 +27,12 @@ description:
   - With O(state=absent), at the start of a converge, removes the record unless it names
     O(fingerprint), so that a converge that fails half way leaves a node the next plan converges
     again.
+  - With O(state=snapshot), before an experiment changes anything, copies every file the record lists
+    (root only) beside it, with the record, when the node is as its record says (C(snapshot) says
+    whether it did, C(reasons) why not). With O(state=restore), when the experiment is rolled back and
+    the packages and Python distributions are still those of the snapshot, puts back every file that
+    differs from it and the record (C(restored), C(files)); the caller restarts the server. Otherwise
+    it changes nothing and says why (C(reasons)), and the caller converges the stack instead.
   - The action plugin of the same name computes O(fingerprint) when it is not given, from every
     documented variable of the roles gpu_vm, sglang and sglang_server as it resolves for the node
     (role defaults below the node's variables), and the collection's own code.
@@ -36,9 +42,9 @@ author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
   state:
-    description: V(query) plans, V(present) records, V(absent) forgets.
+    description: V(query) plans, V(present) records, V(absent) forgets, V(snapshot) and V(restore) keep and put back what an experiment changes.
     type: str
-    choices: [query, present, absent]
+    choices: [query, present, absent, snapshot, restore]
     default: query
   path:
     description: The record on the node (root only, mode 0600).
@@ -52,7 +58,7 @@ options:
     description: The inputs fingerprint (filled in by the action plugin when not given).
     type: str
   files:
-    description: Files whose checksums the record keeps (V(present)).
+    description: Files whose checksums the record keeps (V(present)); a relative path is one inside the site-packages of O(venv).
     type: list
     elements: path
     default: []
@@ -110,19 +116,38 @@ venv:
   description: The venv the record names (O(state=query)), or null.
   returned: always
   type: str
+snapshot:
+  description: Whether the files were kept (O(state=snapshot)).
+  returned: always
+  type: bool
+restored:
+  description: Whether the node is back to the snapshot by its files alone (O(state=restore)).
+  returned: always
+  type: bool
+files:
+  description: The files put back (O(state=restore)).
+  returned: always
+  type: list
+  elements: str
 '''
 
 import os
+import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import (
     DeployStateError,
+    absolute_files,
+    drift,
+    files_to_restore,
     new_record,
     observe,
     parse_record,
     plan_state,
     record_spec,
     record_text,
+    restore_blockers,
+    stored_name,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._node_lock import write_atomically
 
@@ -142,10 +167,71 @@ def _service_state(module):
     return state
 
 
+def _copy(source, target, like):
+    """Copy ``source`` to ``target`` atomically, with the mode and owner of ``like``."""
+    folder = os.path.dirname(target)
+    temporary = os.path.join(folder, '.%s.inferops-restore' % os.path.basename(target))
+    shutil.copyfile(source, temporary)
+    status = os.stat(like)
+    os.chmod(temporary, status.st_mode & 0o7777)
+    os.chown(temporary, status.st_uid, status.st_gid)
+    os.rename(temporary, target)
+
+
+def _snapshot(module, path, record, result):
+    folder = os.path.join(os.path.dirname(path), 'before-trial')
+    if record is None:
+        result['reasons'] = ['no deploy record at %s: the rollback converges the stack' % path]
+        return
+    reasons = drift(record, record.get('fingerprint'), observe(record_spec(record), _read_text, _service_state(module)))
+    if reasons:
+        result['reasons'] = reasons
+        return
+    result.update(snapshot=True, changed=True)
+    if module.check_mode:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(os.path.join(folder, 'files'), 0o700)
+    for name, checksum in (record.get('files') or {}).items():
+        if checksum is not None:
+            copy = os.path.join(folder, 'files', stored_name(name))
+            shutil.copyfile(name, copy)
+            shutil.copystat(name, copy)
+            status = os.stat(name)
+            os.chown(copy, status.st_uid, status.st_gid)
+    write_atomically(os.path.join(folder, 'record.json'), record_text(record), mode=0o600)
+
+
+def _restore(module, path, result):
+    folder = os.path.join(os.path.dirname(path), 'before-trial')
+    text = _read_text(os.path.join(folder, 'record.json'))
+    if text is None:
+        result['reasons'] = ['no snapshot in %s: the rollback converges the stack' % folder]
+        return
+    snapshot = parse_record(text, os.path.join(folder, 'record.json'))
+    observed = observe(record_spec(snapshot), _read_text, _service_state(module))
+    reasons = restore_blockers(snapshot, observed)
+    if reasons:
+        result['reasons'] = reasons
+        return
+    result.update(restored=True, files=files_to_restore(snapshot, observed))
+    result['changed'] = bool(result['files']) or _read_text(path) != text
+    if module.check_mode:
+        return
+    for name in result['files']:
+        copy = os.path.join(folder, 'files', stored_name(name))
+        if snapshot['files'][name] is None:
+            if os.path.lexists(name):
+                os.unlink(name)
+        else:
+            _copy(copy, name, copy)
+    write_atomically(path, text, mode=0o600)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', choices=['query', 'present', 'absent'], default='query'),
+            state=dict(type='str', choices=['query', 'present', 'absent', 'snapshot', 'restore'], default='query'),
             path=dict(type='path', default='/var/lib/inferops-serving/deployed.json'),
             history=dict(type='path', default='/var/lib/sglang/history.jsonl'),
             fingerprint=dict(type='str'),
@@ -170,7 +256,19 @@ def main():
             record = None
             text = ''
     result = dict(changed=False, fingerprint=params['fingerprint'], plan='changes', reasons=[],
-                  venv=(record or {}).get('venv'))
+                  venv=None, snapshot=False, restored=False, files=[])
+    # A venv that still has its interpreter: the plan checks the server arguments against it.
+    if record and record.get('venv') and os.path.exists(os.path.join(record['venv'], 'bin', 'python')):
+        result['venv'] = record['venv']
+    try:
+        if params['state'] == 'snapshot':
+            _snapshot(module, path, record, result)
+            module.exit_json(**result)
+        if params['state'] == 'restore':
+            _restore(module, path, result)
+            module.exit_json(**result)
+    except (IOError, OSError, DeployStateError) as exc:
+        module.fail_json(msg='deploy_state %s: %s' % (params['state'], exc), **result)
 
     if params['state'] == 'query':
         observed = observe(record_spec(record), _read_text, _service_state(module)) if record else None
@@ -186,6 +284,7 @@ def main():
         module.exit_json(**result)
 
     spec = dict((key, params[key]) for key in ('files', 'packages', 'venv', 'distributions', 'service'))
+    spec['files'] = absolute_files(spec['files'], spec['venv'])
     wanted = record_text(new_record(params['fingerprint'], spec, observe(spec, _read_text, _service_state(module))))
     if wanted != text:
         result['changed'] = True

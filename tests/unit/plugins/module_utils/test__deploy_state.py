@@ -155,3 +155,9 @@ def test_a_record_that_is_not_json_says_what_to_do():
         assert "remove it and deploy again" in str(exc)
     else:
         raise AssertionError("no error")
+
+
+def test_a_patched_file_named_as_pip_names_it_is_found_in_the_venv(tmp_path):
+    venv, site = make_venv(tmp_path, {"demo/patched.py": b"fused = False\n"})
+    assert ds.absolute_files(["/etc/x", "demo/patched.py"], venv) == ["/etc/x", os.path.join(site, "demo/patched.py")]
+    assert ds.absolute_files(["demo/patched.py"], None) == ["demo/patched.py"]

@@ -1,0 +1,82 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""deploy_state on a node: the record, the plan, and the files an experiment changed put back."""
+import os
+
+MODULE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules", "deploy_state.py")
+
+
+def lay_out(tmp_path):
+    unit = tmp_path / "etc" / "sglang.service"
+    env = tmp_path / "etc" / "sglang.env"
+    unit.parent.mkdir()
+    unit.write_text("ExecStart=/x --tp 8\n")
+    env.write_text("SGLANG_API_KEY=k\n")
+    os.chmod(env, 0o600)
+    return {"path": str(tmp_path / "state" / "deployed.json"), "history": str(tmp_path / "history.jsonl")}, unit, env
+
+
+def test_a_recorded_node_is_current_until_a_file_changes(run_module, tmp_path):
+    where, unit, env = lay_out(tmp_path)
+    assert run_module(state="query", fingerprint="fp", **where)["plan"] == "new"
+    recorded = run_module(state="present", fingerprint="fp", files=[str(unit), str(env)], **where)
+    assert recorded["changed"]
+    assert oct(os.stat(where["path"]).st_mode & 0o777) == "0o600"
+    assert not run_module(state="present", fingerprint="fp", files=[str(unit), str(env)], **where)["changed"]
+    assert run_module(state="query", fingerprint="fp", **where)["plan"] == "current"
+    unit.write_text("ExecStart=/x --tp 4\n")
+    planned = run_module(state="query", fingerprint="fp", **where)
+    assert planned["plan"] == "changes"
+    assert planned["reasons"] == ["%s changed since the last deploy" % unit]
+    assert run_module(state="query", fingerprint="other", **where)["plan"] == "changes"
+
+
+def test_absent_forgets_a_record_of_other_inputs_only(run_module, tmp_path):
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="fp", files=[str(unit)], **where)
+    assert not run_module(state="absent", fingerprint="fp", **where)["changed"]
+    assert run_module(state="absent", fingerprint="next", **where)["changed"]
+    assert not os.path.exists(where["path"])
+    (tmp_path / "history.jsonl").write_text("{}\n")
+    assert run_module(state="query", fingerprint="fp", **where)["plan"] == "changes"
+
+
+def test_the_files_an_experiment_changed_are_put_back_as_they_were(run_module, tmp_path):
+    where, unit, env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="baseline", files=[str(unit), str(env)], **where)
+    kept = run_module(state="snapshot", **where)
+    assert kept["snapshot"], kept
+    # The experiment's converge: another unit, and its own record.
+    unit.write_text("ExecStart=/x --tp 8 --enable-flashinfer-allreduce-fusion\n")
+    run_module(state="present", fingerprint="experiment", files=[str(unit), str(env)], **where)
+    restored = run_module(state="restore", **where)
+    assert restored["restored"] and restored["changed"], restored
+    assert restored["files"] == [str(unit)]
+    assert unit.read_text() == "ExecStart=/x --tp 8\n"
+    assert oct(os.stat(env).st_mode & 0o777) == "0o600"
+    assert run_module(state="query", fingerprint="baseline", **where)["plan"] == "current"
+    assert not run_module(state="restore", **where)["changed"]
+
+
+def test_nothing_is_put_back_when_files_alone_cannot_bring_the_node_back(run_module, tmp_path):
+    where, unit, _env = lay_out(tmp_path)
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "demo_pkg-1.0.dist-info").mkdir(parents=True)
+    (site / "demo_pkg-1.0.dist-info" / "RECORD").write_text("")
+    run_module(state="present", fingerprint="baseline", files=[str(unit)], venv=str(tmp_path / "venv"),
+               distributions=["demo-pkg"], **where)
+    assert run_module(state="snapshot", **where)["snapshot"]
+    os.rename(site / "demo_pkg-1.0.dist-info", site / "demo_pkg-2.0.dist-info")
+    unit.write_text("changed\n")
+    refused = run_module(state="restore", **where)
+    assert not refused["restored"] and not refused["changed"]
+    assert refused["reasons"] == ["demo-pkg is 2.0 in %s, the last deploy left 1.0" % (tmp_path / "venv")]
+    assert unit.read_text() == "changed\n"
+
+
+def test_no_snapshot_of_a_node_that_drifted_from_its_record(run_module, tmp_path):
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="baseline", files=[str(unit)], **where)
+    unit.write_text("hand edit\n")
+    refused = run_module(state="snapshot", **where)
+    assert not refused["snapshot"]
+    assert refused["reasons"] == ["%s changed since the last deploy" % unit]
