@@ -30,7 +30,7 @@ export PY_COLORS ?= 0
 export LAB_IMAGE
 
 .PHONY: help venv docker lab-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
-        unit collection-test changelog-lint molecule test bench clean
+        unit collection-test changelog-lint checks molecule test bench clean
 
 help:
 	@echo "make demo   - deploy the full stack to the local lab node gpu-node"
@@ -105,7 +105,17 @@ MOLECULE_JOBS ?= 2
 molecule: venv lab-image
 	@scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS)
 
-test: lint unit collection-test molecule
+# What needs no lab node: linters, sanity, unit and collection tests.
+checks: lint unit collection-test
+
+# The checks run beside the scenarios, whose lab nodes mostly wait; their log is printed after
+# the scenarios' lines, and either failing fails the run.
+test: venv lab-image
+	@mkdir -p build
+	@{ $(MAKE) --no-print-directory checks >build/checks.log 2>&1; echo $$? >build/checks.rc; } & \
+	  scenarios=0; scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS) || scenarios=$$?; wait; \
+	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
+	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 
 bench: venv lab-image
 	$(BIN)/python bench/deploy_bench.py
