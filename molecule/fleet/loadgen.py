@@ -112,7 +112,10 @@ def main():
         if error:
             errors[error] = errors.get(error, 0) + 1
     report = {"duration_s": round(time.time() - started, 1), "concurrency": args.concurrency,
-              "all": phase(0, float("inf")), "errors": errors}
+              "all": phase(0, float("inf")), "errors": errors,
+              # When the first failed requests began and ended (epoch), to set beside the node's history.
+              "failures": [{"began": round(begin, 3), "ended": round(begin + latency / 1000.0, 3), "error": error}
+                           for begin, latency, error in sorted(results) if error][:10]}
     if "rollout_start" in marks:
         report["before"] = phase(0, marks["rollout_start"])
         report["during"] = phase(marks["rollout_start"], marks.get("rollout_end", float("inf")))
