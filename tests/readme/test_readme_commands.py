@@ -150,5 +150,8 @@ def test_a_bad_input_is_the_first_failure_and_changes_nothing(shell, demo):
     assert failures, output[-3000:]
     assert "sglang_server_extra_env must be a mapping (key: value), got a list." in failures[0], output[-3000:]
     assert "TASK [inferops.serving.gpu_vm : Install" not in output
+    # The failed plan released the node lock it took: another controller is not kept waiting.
+    assert subprocess.run(["docker", "exec", NODE, "test", "-e", "/var/lib/inferops-serving/node.lock"],
+                          check=False).returncode == 1
     rc, output = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node")
     assert rc == 0 and recap(output) == (0, 0), output[-3000:]
