@@ -9,7 +9,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
-    node_plan_state,
     replica_rollout,
     replica_settings,
     rollout_batches,
@@ -57,6 +56,5 @@ class FilterModule(object):
             'sglang_requests_in_flight': sglang_requests_in_flight,
             'fleet_replica': fleet_replica,
             'fleet_batches': fleet_batches,
-            'fleet_node_plan': node_plan_state,
             'fleet_replica_rollout': fleet_replica_rollout,
         }

@@ -28,6 +28,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._dist_record impo
     load_record,
     resolve,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._fleet import node_plan_state
 
 RECORD_FORMAT = 1
 # What the fingerprint covers of the collection itself: the roles that build the stack, the
@@ -102,21 +103,21 @@ def dpkg_packages(status_text, names):
     return found
 
 
-def site_packages_dirs(venv, listdir=os.listdir):
-    """The venv's lib/pythonX.Y/site-packages folders (no interpreter started)."""
-    found = []
+def site_packages_dirs(venv):
+    """The venv's lib/pythonX.Y/site-packages folders (no interpreter started); lib64 is often a
+    link to lib, and each folder counts once."""
+    found = {}
     for lib in ('lib', 'lib64'):
         base = os.path.join(venv, lib)
         try:
-            names = sorted(listdir(base))
+            names = sorted(os.listdir(base))
         except (IOError, OSError):
             continue
         for name in names:
             path = os.path.join(base, name, 'site-packages')
-            if name.startswith('python') and os.path.isdir(path) and os.path.realpath(path) not in \
-                    [os.path.realpath(p) for p in found]:
-                found.append(path)
-    return found
+            if name.startswith('python') and os.path.isdir(path):
+                found.setdefault(os.path.realpath(path), path)
+    return list(found.values())
 
 
 def absolute_files(files, venv):
@@ -244,7 +245,7 @@ def drift(record, fingerprint, observed):
     reasons += _boot_reasons(record, observed)
     reasons += _limited('files', ['%s %s since the last deploy'
                                   % (path, 'is missing' if observed['files'].get(path) is None else 'changed')
-                                  for path in files_to_restore(record, observed)])
+                                  for path in changed_files(record, observed)])
     reasons += _package_reasons(record, observed)
     reasons += _distribution_reasons(record, observed)
     if record.get('service') and observed['service'] != 'active':
@@ -260,9 +261,9 @@ def restore_blockers(snapshot, observed):
         _distribution_reasons(snapshot, observed)
 
 
-def files_to_restore(snapshot, observed):
-    """The files of ``snapshot`` whose content differs now (None in the snapshot: to remove)."""
-    return sorted(path for path, checksum in (snapshot.get('files') or {}).items()
+def changed_files(record, observed):
+    """The files of ``record`` whose content differs now (None in the record: a file that was not there)."""
+    return sorted(path for path, checksum in (record.get('files') or {}).items()
                   if observed['files'].get(path) != checksum)
 
 
@@ -277,11 +278,11 @@ def plan_state(record, fingerprint, observed, deployed_before):
     ``deployed_before``: the node has a history (deployed by a release without records).
     """
     if record is None:
-        if deployed_before:
-            return 'changes', ['no deploy record: the node was deployed before records were kept']
-        return 'new', ['never deployed']
+        reasons = (['no deploy record: the node was deployed before records were kept'] if deployed_before
+                   else ['never deployed'])
+        return node_plan_state(deployed_before, True), reasons
     reasons = drift(record, fingerprint, observed)
-    return ('changes', reasons) if reasons else ('current', [])
+    return node_plan_state(True, bool(reasons)), reasons
 
 
 def parse_record(text, path):

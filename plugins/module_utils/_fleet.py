@@ -78,7 +78,7 @@ def rollout_batches(hosts, replica_of, replicas_per_batch=1):
     return {'hosts': ordered, 'sizes': sizes or [1]}
 
 
-# What the check-mode plan says of one node (playbooks/plan.yml).
+# What the deploy plan says of one node (deploy_state, the serving role's plan).
 NODE_NEW = 'new'            # never deployed by this collection: serves nothing yet
 NODE_CHANGES = 'changes'    # deployed, and a deploy would restart its server
 NODE_CURRENT = 'current'    # deployed, and a deploy would change nothing on its server

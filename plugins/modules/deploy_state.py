@@ -139,7 +139,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deploy_state imp
     DeployStateError,
     absolute_files,
     drift,
-    files_to_restore,
+    changed_files,
     new_record,
     observe,
     parse_record,
@@ -194,11 +194,7 @@ def _snapshot(module, path, record, result):
     os.makedirs(os.path.join(folder, 'files'), 0o700)
     for name, checksum in (record.get('files') or {}).items():
         if checksum is not None:
-            copy = os.path.join(folder, 'files', stored_name(name))
-            shutil.copyfile(name, copy)
-            shutil.copystat(name, copy)
-            status = os.stat(name)
-            os.chown(copy, status.st_uid, status.st_gid)
+            _copy(name, os.path.join(folder, 'files', stored_name(name)), name)
     write_atomically(os.path.join(folder, 'record.json'), record_text(record), mode=0o600)
 
 
@@ -214,7 +210,7 @@ def _restore(module, path, result):
     if reasons:
         result['reasons'] = reasons
         return
-    result.update(restored=True, files=files_to_restore(snapshot, observed))
+    result.update(restored=True, files=changed_files(snapshot, observed))
     result['changed'] = bool(result['files']) or _read_text(path) != text
     if module.check_mode:
         return
