@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Checks between roles and playbooks that ansible-lint does not make.
+"""Checks between roles, playbooks and plugins that ansible-lint does not make.
 
 1. defaults/main.yml and meta/argument_specs.yml of every role list the same keys, and every
    option's ``default:`` is the value in defaults/main.yml (so ``ansible-doc -t role`` shows
@@ -11,13 +11,22 @@
 3. Nothing reads another role's private variables (``_<role>_*`` or ``__<role>_*``): a playbook
    or role reads what a role publishes (its documented variables and facts), never its registers.
    A role's own molecule scenario (molecule/<role>/) may look inside it.
+4. No Python file under plugins/module_utils (subpackages included) is over 500 lines: a file
+   that long does more than one job; split it by job, as plugins/module_utils/_topology/ is.
+5. What counts as a secret is defined once, in plugins/module_utils/_secrets.py. Outside it, no
+   Python file under plugins/ assigns a name containing SECRET, nor writes a tuple, list or set
+   that holds one of its secret names (an option dest such as ``admin_api_key``, its flag spelling
+   ``admin-api-key``, an environment variable such as ``HF_TOKEN``): such a copy drifts from the
+   one list, and a secret it lacks is then shown or put on a command line.
 
 Usage: python scripts/lint_roles.py [ROOT]           exit 1 and one line per problem when any
        python scripts/lint_roles.py --fix-defaults    copy missing defaults into argument_specs
 """
 
+import ast
 import os
 import re
+import runpy
 import sys
 
 import yaml
@@ -27,6 +36,12 @@ SCANNED_FILES = ('deploy.yml',)
 TEXT_SUFFIXES = ('.yml', '.yaml', '.j2', '.py', '.md')
 # Documentation and tests may name private variables; code may not.
 NOT_CODE_SUFFIXES = ('.md', '.py')
+MODULE_UTILS = os.path.join('plugins', 'module_utils')
+MODULE_UTILS_MAX_LINES = 500
+SECRETS_MODULE = os.path.join(MODULE_UTILS, '_secrets.py')
+# The lists of the secrets module that hold exact names. Its words and markers (``secret``,
+# ``TOKEN``) are matched inside other names and are too common to look for on their own.
+SECRET_NAME_LISTS = ('SERVER_SECRET_DESTS', 'SERVER_SECRET_FLAGS', 'ROUTER_SECRET_DESTS', 'SECRET_ENV_NAMES')
 
 
 def roles(root):
@@ -118,6 +133,73 @@ def check_unread(root, role, files):
     return problems
 
 
+def python_files(root, top):
+    for folder, dirs, files in os.walk(os.path.join(root, top)):
+        dirs[:] = sorted(name for name in dirs if name != '__pycache__')
+        for name in sorted(files):
+            if name.endswith('.py'):
+                yield os.path.join(folder, name)
+
+
+def check_module_utils_size(root):
+    problems = []
+    for path in python_files(root, MODULE_UTILS):
+        with open(path) as handle:
+            count = len(handle.read().splitlines())
+        if count > MODULE_UTILS_MAX_LINES:
+            problems.append('%s: %d lines, more than %d: split it into modules of one job each'
+                            % (os.path.relpath(path, root), count, MODULE_UTILS_MAX_LINES))
+    return problems
+
+
+def secret_names(root):
+    """The exact secret names of the secrets module, in both spellings (admin_api_key, admin-api-key)."""
+    found = runpy.run_path(os.path.join(root, SECRETS_MODULE))
+    names = set()
+    for list_name in SECRET_NAME_LISTS:
+        for name in found[list_name]:
+            names.update((name, name.replace('_', '-'), name.replace('-', '_')))
+    return names
+
+
+def assigned_names(node):
+    """Names an assignment binds: ``A = ...``, ``A, B = ...``, ``self.A = ...``."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+    for target in targets:
+        for part in ast.walk(target):
+            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
+                yield part.id
+            elif isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
+                yield part.attr
+
+
+def check_secret_lists(root):
+    if not os.path.exists(os.path.join(root, SECRETS_MODULE)):
+        return []
+    names = secret_names(root)
+    problems = []
+    for path in python_files(root, 'plugins'):
+        relative = os.path.relpath(path, root)
+        if relative == SECRETS_MODULE:
+            continue
+        with open(path) as handle:
+            tree = ast.parse(handle.read(), relative)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                # Upper case only: constants are named so, and locals such as `secret = ...` hold no list.
+                for name in assigned_names(node):
+                    if 'SECRET' in name:
+                        problems.append('%s:%d defines %s: secret names are defined once, in %s; import them'
+                                        ' from there' % (relative, node.lineno, name, SECRETS_MODULE))
+            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                listed = sorted(set(item.value for item in node.elts if isinstance(item, ast.Constant)
+                                    and isinstance(item.value, str) and item.value in names))
+                if listed:
+                    problems.append('%s:%d lists the secret name(s) %s: import the list from %s instead'
+                                    % (relative, node.lineno, ', '.join(listed), SECRETS_MODULE))
+    return problems
+
+
 def _yaml_value(value, indent):
     text = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, width=100)
     if text.endswith('...\n'):
@@ -165,10 +247,12 @@ def main(argv):
         problems += check_defaults(root, role)
         problems += check_unread(root, role, files)
     problems += check_private(root, names, files)
+    problems += check_module_utils_size(root)
+    problems += check_secret_lists(root)
     for problem in problems:
         print(problem)
     if problems:
-        print('%d problem(s) between roles and playbooks' % len(problems))
+        print('%d problem(s) between roles, playbooks and plugins' % len(problems))
         return 1
     return 0
 

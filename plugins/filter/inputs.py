@@ -8,12 +8,8 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
-from ansible_collections.inferops.serving.plugins.module_utils._inputs import (
-    missing_pins,
-    pins_to_look_up,
-    role_input_errors,
-    serial,
-)
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_input_errors, serial
+from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import missing_pins, pins_to_look_up
 
 
 def argument_type_errors(options, values):

@@ -24,7 +24,8 @@ import difflib
 import math
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import OBJECTIVES, t95
+from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import OBJECTIVES
+from ansible_collections.inferops.serving.plugins.module_utils._statistics import t95
 
 ENTRY_KEYS = ('description', 'requires', 'vars')
 _VAR_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')

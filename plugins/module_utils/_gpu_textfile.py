@@ -15,11 +15,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.inferops.serving.plugins.module_utils._history import parse_history
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     TopologyError,
     normalize_bus_id,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import parse_query_gpu
+from ansible_collections.inferops.serving.plugins.module_utils._topology.query_gpu import parse_query_gpu
 
 # What the collector asks nvidia-smi for (`--format=csv,nounits`); the header names the columns.
 QUERY_FIELDS = ("index", "pci.bus_id", "name", "power.draw", "power.limit", "utilization.gpu",

@@ -16,11 +16,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
+    SECRET_ENV_NAMES,
+    flag_looks_secret,
+)
+
 ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-# What SGLang itself takes as the API key, and the Hugging Face token: never in argv or env vars.
-SECRET_ENV_NAMES = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'SGLANG_API_KEY', 'SGLANG_ADMIN_API_KEY')
-SECRET_ARG_WORDS = ('api-key', 'apikey', 'hf-token', 'token', 'secret', 'password', 'passwd', 'credential')
-SECRET_FLAGS = ('api-key', 'admin-api-key')
 # PEP 440, the forms a pin uses (release, pre/post/dev, local).
 VERSION = re.compile(r'^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$')
 # systemd unit names: letters, digits and ":-_.\@"; the template adds ".service".
@@ -178,14 +180,6 @@ def environment(name, mapping):
     return problems
 
 
-def _flag_looks_secret(key):
-    flag = str(key).strip().lstrip('-').lower().replace('_', '-')
-    if any(word in flag for word in SECRET_ARG_WORDS):
-        return True
-    # argparse would also take an abbreviation such as `--api` for --api-key.
-    return any(len(flag) >= 3 and full.startswith(flag) for full in SECRET_FLAGS)
-
-
 def secrets_in_args(name, args, secret_values=()):
     """A secret in the server arguments would reach argv and the node's module log; refuse it first."""
     if not isinstance(args, dict):
@@ -194,7 +188,7 @@ def secrets_in_args(name, args, secret_values=()):
     secret_values = [s for s in secret_values if isinstance(s, str) and len(s) >= 4]
     for key in sorted(args, key=str):
         value = args[key]
-        if _flag_looks_secret(key) and value not in (None, False, True, ''):
+        if flag_looks_secret(key) and value not in (None, False, True, ''):
             problems.append('%s: %s looks like a secret (value %s); it would end up in the command line. Set'
                             ' sglang_server_api_key (vault it) instead and remove %s from %s.'
                             % (name, key, masked(str(value)), key, name))
@@ -264,14 +258,10 @@ def gpu_vm_errors(v):
             + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1))
 
 
-SGLANG_PINS = ('sglang_version', 'sglang_flashinfer_version', 'sglang_flashinfer_cubin_version',
-               'sglang_sgl_kernel_version', 'sglang_torch_version')
-
-
 def sglang_errors(v):
     """Inputs of role sglang."""
     problems = []
-    for pin in SGLANG_PINS:
+    for pin in PIN_VARIABLES.values():
         problems += version(pin, v.get(pin))
     return (problems
             + service_user('sglang_service_user', v.get('sglang_service_user'),
@@ -350,81 +340,3 @@ def role_input_errors(role, variables):
     if not isinstance(variables, dict):
         return ['the inputs of role %s must be given as a mapping' % role]
     return ROLES[role](variables)
-
-
-def parse_pip_index_versions(text):
-    """Versions listed by ``pip index versions NAME`` ("Available versions: 1.2, 1.1")."""
-    for line in (text or '').splitlines():
-        if line.strip().startswith('Available versions:'):
-            return [item.strip() for item in line.split(':', 1)[1].split(',') if item.strip()]
-    return []
-
-
-# The variable that pins each package of the sglang role.
-PIN_VARIABLES = {
-    'sglang': 'sglang_version',
-    'flashinfer-python': 'sglang_flashinfer_version',
-    'flashinfer-cubin': 'sglang_flashinfer_cubin_version',
-    'sgl-kernel': 'sglang_sgl_kernel_version',
-    'torch': 'sglang_torch_version',
-}
-
-
-def _canonical(name):
-    return re.sub(r'[-_.]+', '-', str(name)).lower()
-
-
-def pins_to_look_up(pip_list, versions, packages):
-    """Packages of ``packages`` whose pinned version (``versions``: name -> version) is not installed.
-
-    ``pip_list`` is the output of ``pip list --format=json`` (text or parsed), or a list of
-    ``name==version`` strings; an unreadable one means nothing is known to be installed. A rerun
-    with everything in place asks the index nothing.
-    """
-    import json
-    if isinstance(pip_list, str):
-        try:
-            pip_list = json.loads(pip_list or '[]')
-        except ValueError:
-            pip_list = []
-    installed = {}
-    for item in pip_list if isinstance(pip_list, list) else []:
-        if isinstance(item, dict):
-            installed[_canonical(item.get('name'))] = str(item.get('version'))
-        elif isinstance(item, str) and '==' in item:
-            name, dummy, installed_version = item.partition('==')
-            installed[_canonical(name)] = installed_version
-    return [name for name in packages if installed.get(_canonical(name)) != str(versions.get(name))]
-
-
-def missing_pins(versions, listings):
-    """Messages for every pinned version the index does not offer.
-
-    ``versions``: package -> pinned version; ``listings``: package -> ``{'rc', 'stdout', 'stderr'}``
-    of ``pip index versions PACKAGE``, or the results of a looped task whose items are the packages
-    (packages that were not looked up are skipped).
-    """
-    if isinstance(listings, list):
-        # The results of a looped command task: one per package, named by its loop item.
-        listings = dict((result.get('item'), result) for result in listings
-                        if isinstance(result, dict) and not result.get('skipped'))
-    problems = []
-    for package in sorted(listings):
-        if package not in versions:
-            continue
-        variable = PIN_VARIABLES.get(package, package)
-        version = str(versions[package])
-        listing = listings[package] or {}
-        available = parse_pip_index_versions(listing.get('stdout', ''))
-        if listing.get('rc', 0) != 0 or not available:
-            reason = [line for line in (listing.get('stderr') or listing.get('stdout') or '').strip().splitlines()
-                      if 'experimental' not in line]
-            problems.append('%s: the package index does not offer %s at all (%s); check the package name and'
-                            ' the index in sglang_pip_extra_args. Nothing was installed or written.'
-                            % (variable, package, reason[-1] if reason else 'no versions listed'))
-        elif version not in available:
-            problems.append('%s is %s, but the package index offers %s only in: %s. Pick one of those; nothing'
-                            ' was installed or written.'
-                            % (variable, show(version), package, ', '.join(available[:12])
-                               + (', ...' if len(available) > 12 else '')))
-    return problems

@@ -14,7 +14,7 @@ __metaclass__ = type
 import os
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     bridge_link_class,
     normalize_bus_id,
 )

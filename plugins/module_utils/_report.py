@@ -18,6 +18,8 @@ __metaclass__ = type
 import datetime
 import math
 
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import SECRET_KEY_MARKERS
+
 try:
     from html import escape as _html_escape
 except ImportError:  # pragma: no cover - Python 2 is not a supported controller
@@ -28,7 +30,6 @@ class ReportError(Exception):
     """Input the report cannot render."""
 
 
-SECRET_MARKERS = ('KEY', 'TOKEN', 'SECRET', 'PASSWORD', 'PASSWD', 'CREDENTIAL')
 REDACTED = '(set, not shown)'
 
 # Link classes from fastest to slowest, as nvidia-smi topo -m names them.
@@ -173,7 +174,7 @@ def redact(mapping, extra_secret_keys=()):
     result = {}
     for key, value in (mapping or {}).items():
         upper = ('%s' % key).upper().replace('-', '_')
-        secret = any(marker in upper for marker in SECRET_MARKERS) or key in extra_secret_keys
+        secret = any(marker in upper for marker in SECRET_KEY_MARKERS) or key in extra_secret_keys
         result[key] = REDACTED if secret and value not in (None, '', False) else value
     return result
 

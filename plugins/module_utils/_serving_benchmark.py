@@ -7,19 +7,19 @@ Everything here is plain Python (standard library only) so that it runs on a
 node without the serving stack and can be tested against a loopback stub:
 
 * a streaming chat-completions client at a fixed concurrency,
-* statistics (throughput, median/p99 TTFT and TPOT),
+* the summary of a run (throughput, median/p99 TTFT and TPOT),
 * parsers for ``sglang.bench_serving`` JSONL output and ``nvidia-smi`` CSV,
 * a GPU sampler thread,
-* the spread of repeated runs and tokens per joule.
+* repeated runs folded into one result, and tokens per joule.
 
-Whether an experiment stays is decided in ``_experiment.py``.
+The statistics themselves are in ``_statistics.py``; whether an experiment stays is decided
+in ``_experiment.py``.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
-import math
 import threading
 import time
 
@@ -29,6 +29,13 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not a supported target
     http_client = None
     urlsplit = None
+
+from ansible_collections.inferops.serving.plugins.module_utils._statistics import (
+    mean,
+    percentile,
+    rounded,
+    spread,
+)
 
 
 NVIDIA_SMI_QUERY = ['--query-gpu=power.draw,utilization.gpu,power.limit', '--format=csv,noheader,nounits']
@@ -46,25 +53,6 @@ _PROMPT_WORDS = ('alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf'
 
 class ServingBenchmarkError(Exception):
     """Input or output the benchmark cannot work with."""
-
-
-def percentile(values, pct):
-    """Percentile with linear interpolation between closest ranks (numpy's default)."""
-    if not values:
-        return None
-    if not 0 <= pct <= 100:
-        raise ServingBenchmarkError('percentile must be within 0..100, got %r' % (pct,))
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * pct / 100.0
-    low = int(math.floor(rank))
-    high = int(math.ceil(rank))
-    if low == high:
-        return float(ordered[low])
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
-
-
-def _rounded(value, digits=2):
-    return None if value is None else round(value, digits)
 
 
 def summarize_requests(requests, duration_s):
@@ -90,15 +78,15 @@ def summarize_requests(requests, duration_s):
         'completed': len(done),
         'failed': len(requests) - len(done),
         'errors': errors[:5],
-        'duration_s': _rounded(duration_s, 3),
+        'duration_s': rounded(duration_s, 3),
         'total_input_tokens': prompt_tokens,
         'total_output_tokens': output_tokens,
-        'output_throughput': _rounded(output_tokens / duration_s),
-        'total_throughput': _rounded((output_tokens + prompt_tokens) / duration_s),
-        'median_ttft_ms': _rounded(percentile(ttfts_ms, 50)),
-        'p99_ttft_ms': _rounded(percentile(ttfts_ms, 99)),
-        'median_tpot_ms': _rounded(percentile(tpots_ms, 50)),
-        'p99_tpot_ms': _rounded(percentile(tpots_ms, 99)),
+        'output_throughput': rounded(output_tokens / duration_s),
+        'total_throughput': rounded((output_tokens + prompt_tokens) / duration_s),
+        'median_ttft_ms': rounded(percentile(ttfts_ms, 50)),
+        'p99_ttft_ms': rounded(percentile(ttfts_ms, 99)),
+        'median_tpot_ms': rounded(percentile(tpots_ms, 50)),
+        'p99_tpot_ms': rounded(percentile(tpots_ms, 99)),
     }
 
 
@@ -159,11 +147,6 @@ def parse_gpu_sample(text):
     return gpus
 
 
-def _mean(values):
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
 def summarize_gpu_samples(samples):
     """Reduce a list of ``parse_gpu_sample`` readings to per-GPU and overall power/utilisation."""
     samples = [s for s in samples if s]
@@ -177,23 +160,23 @@ def summarize_gpu_samples(samples):
         powers = [r['power_w'] for r in readings if r['power_w'] is not None]
         per_gpu.append({
             'index': index,
-            'mean_power_w': _rounded(_mean(powers), 1),
-            'max_power_w': _rounded(max(powers), 1) if powers else None,
-            'mean_util_pct': _rounded(_mean([r['util_pct'] for r in readings]), 1),
-            'power_limit_w': _rounded(_mean([r['power_limit_w'] for r in readings]), 1),
+            'mean_power_w': rounded(mean(powers), 1),
+            'max_power_w': rounded(max(powers), 1) if powers else None,
+            'mean_util_pct': rounded(mean([r['util_pct'] for r in readings]), 1),
+            'power_limit_w': rounded(mean([r['power_limit_w'] for r in readings]), 1),
         })
-    mean_power = _mean([g['mean_power_w'] for g in per_gpu])
-    limit = _mean([g['power_limit_w'] for g in per_gpu])
+    mean_power = mean([g['mean_power_w'] for g in per_gpu])
+    limit = mean([g['power_limit_w'] for g in per_gpu])
     maxima = [g['max_power_w'] for g in per_gpu if g['max_power_w'] is not None]
     return {
         'samples': len(samples),
         'gpus': per_gpu,
-        'mean_power_w': _rounded(mean_power, 1),
+        'mean_power_w': rounded(mean_power, 1),
         'max_power_w': max(maxima) if maxima else None,
-        'power_limit_w': _rounded(limit, 1),
-        'mean_util_pct': _rounded(_mean([g['mean_util_pct'] for g in per_gpu]), 1),
+        'power_limit_w': rounded(limit, 1),
+        'mean_util_pct': rounded(mean([g['mean_util_pct'] for g in per_gpu]), 1),
         # The seed's signal: 250 W of 600 W means the GPUs wait on the interconnect.
-        'power_fraction': _rounded(mean_power / limit, 3) if mean_power is not None and limit else None,
+        'power_fraction': rounded(mean_power / limit, 3) if mean_power is not None and limit else None,
     }
 
 
@@ -411,41 +394,6 @@ def bench_serving_argv(python, host, port, model, served_model_name, num_prompts
             '--output-file', output_file]
 
 
-# Two-sided 95% quantiles of Student's t by degrees of freedom; beyond 30 the normal 1.96.
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145,
-        2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048,
-        2.045, 2.042)
-
-
-def t95(degrees):
-    """Two-sided 95% quantile of Student's t; ``degrees`` may be fractional (Welch), rounded down."""
-    if degrees is None or degrees < 1:
-        return None
-    degrees = int(math.floor(degrees))
-    return _T95[degrees - 1] if degrees <= len(_T95) else 1.96
-
-
-def spread(values):
-    """Mean, sample standard deviation, min, max and the 95% confidence half-width of the mean.
-
-    One value has no spread: ``stdev`` and ``ci95`` are None, so that nobody reads noise into it.
-    """
-    values = [float(v) for v in values if v is not None]
-    if not values:
-        return {'n': 0, 'mean': None, 'stdev': None, 'min': None, 'max': None, 'ci95': None, 'cv_pct': None}
-    count = len(values)
-    mean = sum(values) / count
-    stdev = None
-    ci95 = None
-    cv_pct = None
-    if count > 1:
-        stdev = math.sqrt(sum((v - mean) ** 2 for v in values) / (count - 1))
-        ci95 = t95(count - 1) * stdev / math.sqrt(count)
-        cv_pct = 100.0 * stdev / mean if mean else None
-    return {'n': count, 'mean': _rounded(mean, 3), 'stdev': _rounded(stdev, 3), 'min': _rounded(min(values), 3),
-            'max': _rounded(max(values), 3), 'ci95': _rounded(ci95, 3), 'cv_pct': _rounded(cv_pct, 2)}
-
-
 def tokens_per_joule(output_throughput, gpu):
     """Output tokens per joule of GPU energy: tok/s divided by the summed mean power of all GPUs.
 
@@ -477,7 +425,7 @@ def summarize_repeats(runs):
     for key in ('output_throughput', 'total_throughput', 'median_ttft_ms', 'p99_ttft_ms', 'median_tpot_ms',
                 'p99_tpot_ms', 'duration_s'):
         values = [r.get(key) for r in runs if r.get(key) is not None]
-        merged[key] = _rounded(sum(values) / len(values)) if values else None
+        merged[key] = rounded(sum(values) / len(values)) if values else None
     for key in ('completed', 'failed', 'total_input_tokens', 'total_output_tokens'):
         merged[key] = sum(r.get(key) or 0 for r in runs)
     merged['errors'] = sorted(set(e for r in runs for e in (r.get('errors') or [])))[:5]
@@ -502,7 +450,7 @@ def _merge_gpu(summaries):
     result['samples'] = sum(s['samples'] for s in with_samples)
     for key in ('mean_power_w', 'power_limit_w', 'mean_util_pct', 'power_fraction'):
         values = [s.get(key) for s in with_samples if s.get(key) is not None]
-        result[key] = _rounded(sum(values) / len(values), 3 if key == 'power_fraction' else 1) if values else None
+        result[key] = rounded(sum(values) / len(values), 3 if key == 'power_fraction' else 1) if values else None
     maxima = [s.get('max_power_w') for s in with_samples if s.get('max_power_w') is not None]
     result['max_power_w'] = max(maxima) if maxima else None
     gpus = []
@@ -511,7 +459,7 @@ def _merge_gpu(summaries):
         row = {'index': index}
         for key in ('mean_power_w', 'mean_util_pct', 'power_limit_w'):
             values = [r.get(key) for r in rows if r.get(key) is not None]
-            row[key] = _rounded(sum(values) / len(values), 1) if values else None
+            row[key] = rounded(sum(values) / len(values), 1) if values else None
         maxima = [r.get('max_power_w') for r in rows if r.get('max_power_w') is not None]
         row['max_power_w'] = max(maxima) if maxima else None
         gpus.append(row)

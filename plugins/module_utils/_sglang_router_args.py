@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import ast
 
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
     SglangServerArgsError,
     canonicalize,
@@ -26,11 +27,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
     resolve_option,
     systemd_command_line,
 )
-
-# Secrets the router would otherwise see on its command line: the key clients and workers
-# present, the control plane keys and database passwords. The first comes from the vault-able
-# role variable through the launcher; the others are refused.
-SECRET_DESTS = ('api_key', 'control_plane_api_keys', 'oracle_password', 'postgres_db_url', 'redis_url')
 
 # Worker lists are managed through the router's /workers API by the collection: a worker given
 # on the command line would receive the clients' key (--api-key), not the workers' own.
@@ -108,7 +104,7 @@ def build_router_command(spec, args, defaults=None):
             errors.append('sglang_router_args: %s' % str(exc).replace('of this SGLang', 'of this router'))
             continue
         dest = spec['options'][canonical]['dest']
-        if dest in SECRET_DESTS and value not in (None, False):
+        if dest in ROUTER_SECRET_DESTS and value not in (None, False):
             errors.append('sglang_router_args: %s must not be set here (it would end up in the process command line); '
                           'the clients\' key is sglang_router_api_key (vault it); the workers\' key is their '
                           'sglang_server_api_key, given to the router when each worker is registered' % canonical)

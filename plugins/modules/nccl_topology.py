@@ -268,24 +268,24 @@ from ansible_collections.inferops.serving.plugins.module_utils._commands import 
     find_nvidia_smi,
     run_c,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     QUERY_GPU_FIELDS,
     TopologyError,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.matrix import (
     parse_topo_matrix,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_merge import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.merge import (
     build_facts,
     sysfs_links,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_p2p import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.p2p import (
     parse_p2p_matrix,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.query_gpu import (
     parse_query_gpu,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_xml import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.nccl_xml import (
     parse_nccl_xml,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import (

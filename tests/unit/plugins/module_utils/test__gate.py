@@ -8,9 +8,7 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import ExperimentError, decide, noise
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
-    spread,
     summarize_repeats,
-    t95,
     tokens_per_joule,
 )
 
@@ -30,24 +28,6 @@ def _result(throughputs, watts=250.0):
 # The seed's node, measured three times with about 1.5% run-to-run noise.
 SEED_BASELINE = _result([1867.0, 1838.0, 1893.0])
 SEED_FUSION = _result([236.0, 231.0, 240.0], watts=125.0)
-
-
-def test_spread_of_three_runs():
-    result = spread([1867.0, 1838.0, 1893.0])
-    assert result['n'] == 3 and result['min'] == 1838.0 and result['max'] == 1893.0
-    assert result['mean'] == pytest.approx(1866.0)
-    assert result['stdev'] == pytest.approx(27.51, abs=0.01)
-    # t(2) = 4.303: three runs give a wide interval, as they should.
-    assert result['ci95'] == pytest.approx(4.303 * 27.51 / 3 ** 0.5, abs=0.05)
-
-
-def test_one_run_has_no_spread():
-    result = spread([1867.0])
-    assert result['stdev'] is None and result['ci95'] is None and result['mean'] == 1867.0
-
-
-def test_t_quantiles():
-    assert t95(1) == 12.706 and t95(4.7) == 2.776 and t95(200) == 1.96 and t95(0) is None
 
 
 def test_tokens_per_joule_is_throughput_over_the_power_of_all_gpus():

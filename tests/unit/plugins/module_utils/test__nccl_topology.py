@@ -8,22 +8,22 @@ import sys
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     TopologyError,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.matrix import (
     parse_topo_matrix,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_merge import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.merge import (
     build_facts,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_p2p import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.p2p import (
     parse_p2p_matrix,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_query_gpu import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.query_gpu import (
     parse_query_gpu,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_xml import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.nccl_xml import (
     cpumask_to_list,
     parse_nccl_xml,
 )

@@ -13,7 +13,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._pci_sysfs import
     list_gpus,
     list_rdma_devices,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import normalize_bus_id
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import normalize_bus_id
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 MAKE_SYSFS = os.path.join(REPO_ROOT, "molecule", "resources", "lab", "sim", "make-sysfs.py")

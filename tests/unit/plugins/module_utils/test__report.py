@@ -135,7 +135,7 @@ def test_redact_masks_secrets_only():
 
 def test_redact_masks_every_name_the_input_check_calls_a_secret():
     # The server role publishes its environment through redact() alone: its markers must cover them all.
-    from ansible_collections.inferops.serving.plugins.module_utils._inputs import SECRET_ENV_NAMES
+    from ansible_collections.inferops.serving.plugins.module_utils._secrets import SECRET_ENV_NAMES
 
     shown = redact(dict((name, 'value') for name in SECRET_ENV_NAMES))
     assert shown == dict((name, REDACTED) for name in SECRET_ENV_NAMES)

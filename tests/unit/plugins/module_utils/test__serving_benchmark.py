@@ -19,7 +19,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     parse_bench_serving_jsonl,
     parse_gpu_sample,
     parse_stream_event,
-    percentile,
     run_chat_benchmark,
     summarize_gpu_samples,
     summarize_requests,
@@ -31,24 +30,6 @@ FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'serving_benchmar
 def fixture(name):
     with open(os.path.join(FIXTURES, name)) as handle:
         return handle.read()
-
-
-@pytest.mark.parametrize('values, pct, expected', [
-    ([5.0], 50, 5.0),
-    ([1.0, 2.0, 3.0, 4.0], 50, 2.5),
-    ([3.0, 1.0, 2.0], 50, 2.0),
-    (list(range(1, 101)), 99, 99.01),
-    ([10.0, 20.0], 0, 10.0),
-    ([10.0, 20.0], 100, 20.0),
-])
-def test_percentile_interpolates_like_numpy(values, pct, expected):
-    assert percentile(values, pct) == pytest.approx(expected)
-
-
-def test_percentile_of_nothing_is_none_and_bad_rank_is_refused():
-    assert percentile([], 50) is None
-    with pytest.raises(ServingBenchmarkError):
-        percentile([1.0], 101)
 
 
 def test_summarize_counts_only_successful_requests():

@@ -6,12 +6,14 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
+import yaml
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 COLLECTOR = os.path.join(REPO, 'roles', 'node_metrics', 'files', 'gpu_textfile_collector.py')
@@ -41,14 +43,14 @@ def health_server():
     server.shutdown()
 
 
-def run(tmp_path, nvidia_smi, health_url, env=None):
+def run(tmp_path, nvidia_smi, health_url, env=None, python=(sys.executable, COLLECTOR)):
     (tmp_path / 'kern.log').write_text(KERNEL_LOG)
     (tmp_path / 'history.jsonl').write_text(HISTORY)
     (tmp_path / 'textfile').mkdir(exist_ok=True)
     output = tmp_path / 'textfile' / 'inferops_gpu.prom'
-    argv = [sys.executable, COLLECTOR, '--output', str(output), '--nvidia-smi', nvidia_smi,
-            '--kernel-log-command', 'cat %s' % (tmp_path / 'kern.log'), '--history', str(tmp_path / 'history.jsonl'),
-            '--health-url', health_url, '--timeout', '5']
+    argv = list(python) + ['--output', str(output), '--nvidia-smi', nvidia_smi,
+                           '--kernel-log-command', 'cat %s' % (tmp_path / 'kern.log'),
+                           '--history', str(tmp_path / 'history.jsonl'), '--health-url', health_url, '--timeout', '5']
     environment = dict(os.environ, PYTHONPATH=os.path.join(REPO, '.collections'), **(env or {}))
     result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
     assert result.returncode == 0, result.stderr
@@ -80,3 +82,24 @@ def test_a_failing_nvidia_smi_and_health_are_reported_as_zero(tmp_path, health_s
     assert not [line for line in lines if line.startswith('inferops_gpu_power')]
     assert 'cannot run /nonexistent/nvidia-smi' in stderr
     assert files == ['inferops_gpu.prom']
+
+
+def installed_like_the_role(tmp_path):
+    """The collector and the module_utils files the role copies, laid out as on the node, and nothing else."""
+    with open(os.path.join(REPO, 'roles', 'node_metrics', 'vars', 'main.yml')) as handle:
+        names = yaml.safe_load(handle)['_node_metrics_module_utils']
+    folder = tmp_path / 'collector'
+    module_utils = folder / 'lib' / 'ansible_collections' / 'inferops' / 'serving' / 'plugins' / 'module_utils'
+    for name in names:
+        (module_utils / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(os.path.join(REPO, 'plugins', 'module_utils', name), str(module_utils / name))
+    shutil.copy(COLLECTOR, str(folder))
+    return str(folder / 'gpu_textfile_collector.py')
+
+
+def test_the_files_the_role_installs_are_all_the_collector_imports(tmp_path, health_server):
+    url, _status = health_server
+    collector = installed_like_the_role(tmp_path)
+    # -I -S: neither PYTHONPATH nor site-packages, so a module the role does not copy is missed here.
+    text, _files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url, python=(sys.executable, '-I', '-S', collector))
+    assert 'inferops_gpu_query_success 1' in text.splitlines()

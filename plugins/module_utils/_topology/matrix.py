@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     TopologyError,
     int_or_none,
     is_link_class,

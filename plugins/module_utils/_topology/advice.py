@@ -8,12 +8,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     LINK_MEANING,
     P2P_STATUS,
 )
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.matrix import (
     RDMA_NAME,
 )
 

@@ -8,13 +8,13 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     P2P_STATUS,
     TopologyError,
     read_matrix,
 )
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_matrix import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.matrix import (
     GPU_LABEL,
 )
 

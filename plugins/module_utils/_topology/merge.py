@@ -6,12 +6,12 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_advice import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.advice import (
     gpu_pairs,
     advise,
 )
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     NVLINK,
     link_rank,
 )

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import xml.etree.ElementTree as ET
 
-from ansible_collections.inferops.serving.plugins.module_utils._topology_common import (
+from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     TopologyError,
     bridge_link_class,
     EXPECTED,

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The secret names match what SGLang, its router and the node's launcher really use."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import importlib.machinery
+import importlib.util
+import os
+import re
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
+    ROUTER_SECRET_DESTS,
+    SECRET_ENV_NAMES,
+    SERVER_SECRET_DESTS,
+    SERVER_SECRET_FLAGS,
+    flag_looks_secret,
+)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
+SERVER_ARGS = os.path.join(HERE, 'fixtures', 'sglang', '0.5.9', 'server_args.py.txt')
+ROUTER_ARGS = os.path.join(HERE, 'fixtures', 'sglang_router', '0.3.2', 'router_args.py.txt')
+LAUNCHER = os.path.join(REPO, 'roles', 'sglang_server', 'files', 'sglang-launch')
+
+
+def read(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def dataclass_fields(path):
+    """Field names of the ServerArgs / RouterArgs dataclass: what argparse's dests become."""
+    return set(re.findall(r'^    ([a-z_][a-z0-9_]*): ', read(path), re.MULTILINE))
+
+
+def option_strings(path):
+    """Every option string SGLang's add_argument calls name, one per line in its source."""
+    return set(re.findall(r'^\s*"(--[a-z][a-z0-9-]*)",\s*$', read(path), re.MULTILINE))
+
+
+def test_every_secret_dest_is_a_real_option():
+    assert set(SERVER_SECRET_DESTS) <= dataclass_fields(SERVER_ARGS)
+    assert set(ROUTER_SECRET_DESTS) <= dataclass_fields(ROUTER_ARGS)
+
+
+def test_of_all_sglang_flags_only_the_api_keys_look_secret():
+    flags = option_strings(SERVER_ARGS)
+    assert len(flags) > 300
+    assert set(flag for flag in flags if flag_looks_secret(flag)) == set('--' + flag for flag in SERVER_SECRET_FLAGS)
+
+
+@pytest.mark.parametrize('key', ['api-key', '--api-key', 'api_key', 'API-KEY', 'admin-api-key', '--admin_api_key',
+                                 'api', '--admin', 'hf-token', 'my-apikey', 'db-password', 'oauth-client-secret',
+                                 'aws-credential-file'])
+def test_secret_looking_flags(key):
+    assert flag_looks_secret(key)
+
+
+@pytest.mark.parametrize('key', ['model-path', 'max-total-tokens', '--max-prefill-tokens', 'tokenizer-path', 'ap',
+                                 'port', 'keep-mm-feature-on-device'])
+def test_flags_that_carry_no_secret(key):
+    assert not flag_looks_secret(key)
+
+
+def test_the_launcher_on_the_node_names_the_same_secrets():
+    # The launcher runs on the node without this collection, so it keeps its own copy of the names.
+    loader = importlib.machinery.SourceFileLoader('sglang_launch_secrets', LAUNCHER)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    launcher = importlib.util.module_from_spec(spec)
+    loader.exec_module(launcher)
+    assert tuple(launcher.SECRET_FIELDS) == SERVER_SECRET_DESTS
+    assert [flag for _env, flag in launcher.SECRET_ENV_FLAGS] == ['--' + flag for flag in SERVER_SECRET_FLAGS]
+    env_names = [env for env, _flag in launcher.SECRET_ENV_FLAGS] + [env for env, _path in launcher.SECRET_ENV_FILES]
+    assert set(env_names) <= set(SECRET_ENV_NAMES)
+
+
+# env_line('HF_TOKEN', sglang_server_hf_token) in the server's file, SGLANG_API_KEY="{{ sglang_router_api_key ...
+WRITTEN_SECRET = re.compile(r"([A-Z][A-Z0-9_]*)(?:', |=\"\{\{ )sglang_[a-z_]*(?:api_key|hf_token)\b")
+
+
+@pytest.mark.parametrize('template', ['roles/sglang_server/templates/sglang.env.j2',
+                                      'roles/sglang_router/templates/sglang-router.env.j2'])
+def test_the_environment_files_write_secrets_under_names_the_input_check_refuses(template):
+    names = set(WRITTEN_SECRET.findall(read(os.path.join(REPO, template))))
+    assert names and names <= set(SECRET_ENV_NAMES)
