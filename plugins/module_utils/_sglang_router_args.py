@@ -7,8 +7,9 @@
 The router's ``RouterArgs.add_cli_args`` builds most option names as f-strings
 (``f"--{prefix}policy"``, where ``prefix`` is ``"router-"`` only when the router's flags are
 mixed into SGLang's server parser). ``launch_router`` uses no prefix, so every such f-string
-is written back as the plain string it produces there; the rest of the reading, checking
-and rendering is the server argument machinery of ``_sglang_server_args``.
+is written back as the plain string it produces there; the rest of the reading is the
+argparse reader of ``_sglang_argparse_reader``, the checking and rendering the server
+argument rules of ``_sglang_server_args``.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -17,16 +18,19 @@ __metaclass__ = type
 import ast
 
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+    SglangSourceError,
+    parse_argparse_source,
+    read_field_defaults,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
     SglangServerArgsError,
     canonicalize,
     effective_value,
-    parse_server_args_source,
-    read_field_defaults,
     render_argv,
     resolve_option,
-    systemd_command_line,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import systemd_command_line
 
 # Worker lists are managed through the router's /workers API by the collection: a worker given
 # on the command line would receive the clients' key (--api-key), not the workers' own.
@@ -80,8 +84,11 @@ def plain_option_source(source, prefix=''):
 
 
 def parse_router_args_source(source):
-    """Options of ``RouterArgs.add_cli_args`` as ``launch_router`` defines them (see parse_server_args_source)."""
-    return parse_server_args_source(plain_option_source(source), name='router_args.py')
+    """Options of ``RouterArgs.add_cli_args`` as ``launch_router`` defines them (see parse_argparse_source)."""
+    try:
+        return parse_argparse_source(plain_option_source(source), name='router_args.py')
+    except SglangSourceError as exc:
+        raise SglangRouterArgsError(str(exc))
 
 
 def build_router_command(spec, args, defaults=None):
@@ -146,7 +153,10 @@ def build_router_command(spec, args, defaults=None):
 
 def argparse_defaults(spec_source):
     """Defaults that the parser itself sets (``default=29000`` for --prometheus-port) over the dataclass's."""
-    defaults = read_field_defaults(spec_source, 'RouterArgs')
+    try:
+        defaults = read_field_defaults(spec_source, 'RouterArgs', name='router_args.py')
+    except SglangSourceError as exc:
+        raise SglangRouterArgsError(str(exc))
     try:
         tree = ast.parse(plain_option_source(spec_source))
     except SyntaxError:

@@ -2,13 +2,14 @@
 # Copyright (c) inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Read the command line an installed SGLang accepts and check server arguments against it.
+"""Check structured SGLang server arguments against the options an installed SGLang accepts.
 
-SGLang's flags and their allowed values change between releases, and importing
-``sglang.srt.server_args`` pulls in torch. The source file is therefore read with ``ast``:
-every ``parser.add_argument(...)`` call gives the option strings, the action, ``nargs``,
-``type`` and ``choices``; choices that name module-level ``*_CHOICES`` lists (or a class
-attribute dictionary in an imported module) are resolved from the source as well.
+The options come from one of the readers (``_sglang_argparse_reader`` for releases that
+declare them with ``parser.add_argument``, ``_sglang_arg_groups_reader`` for the declarative
+layout of 0.5.23 and later; ``_sglang_server_options`` picks the one that fits), which all give
+the same spec. Here they are applied as argparse would: names, aliases and unique-prefix
+abbreviations, values, choices and ``nargs``, then the server's own rules (secrets kept off the
+command line, ports, tensor-parallel ranks against the node's GPUs) and the rendered argv.
 
 Arguments are structured: ``{flag: value}`` where ``true`` is a bare flag, ``false``/``null``
 leaves the flag out and a list gives several values.
@@ -17,265 +18,20 @@ leaves the flag out and a list gives several values.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import ast
 import difflib
 import json
 
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import SERVER_SECRET_DESTS
+from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import (
+    SystemdQuoteError,
+    systemd_quote,
+)
 
-# Secrets must come from the vault-able role variables (environment file), never from argv.
-SECRET_DESTS = ('api_key', 'admin_api_key')
-
-_NO_VALUE_ACTIONS = ('store_true', 'store_false', 'store_const', 'count', 'help', 'version')
 _MULTI_VALUE_NARGS = ('+', '*')
-_SIMPLE_TYPES = ('int', 'float', 'str')
 
 
 class SglangServerArgsError(Exception):
-    """The server_args.py source or the given arguments cannot be used."""
-
-
-def _literal(node):
-    try:
-        return True, ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-
-
-def _describe(node):
-    unparse = getattr(ast, 'unparse', None)
-    if unparse is not None:
-        return unparse(node)
-    return 'expression at line %d' % getattr(node, 'lineno', 0)
-
-
-class _SourceModule:
-    """Module-level names of one source file, evaluated lazily and only as far as literals go."""
-
-    def __init__(self, source, name, import_resolver, cache):
-        try:
-            self.tree = ast.parse(source)
-        except SyntaxError as exc:
-            raise SglangServerArgsError('cannot parse %s: %s' % (name, exc))
-        self.name = name
-        self.import_resolver = import_resolver
-        self.cache = cache
-        self.assignments = {}
-        self.classes = {}
-        self.imports = {}
-        for node in self.tree.body:
-            if isinstance(node, ast.Assign):
-                for target in node.targets:
-                    if isinstance(target, ast.Name):
-                        self.assignments[target.id] = node.value
-            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-                self.assignments[node.target.id] = node.value
-            elif isinstance(node, ast.ClassDef):
-                self.classes[node.name] = node
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    self.imports[alias.asname or alias.name] = (node.module, alias.name)
-
-    def _imported_module(self, local_name):
-        if local_name not in self.imports or self.import_resolver is None:
-            return None, None
-        module_name, remote_name = self.imports[local_name]
-        if module_name not in self.cache:
-            source = self.import_resolver(module_name)
-            self.cache[module_name] = (
-                _SourceModule(source, module_name, self.import_resolver, self.cache) if source is not None else None)
-        return self.cache[module_name], remote_name
-
-    def name_value(self, name, depth=0):
-        if name in self.assignments:
-            return self.evaluate(self.assignments[name], depth + 1)
-        module, remote_name = self._imported_module(name)
-        if module is not None:
-            return module.name_value(remote_name, depth + 1)
-        raise SglangServerArgsError('%s is not a literal in %s' % (name, self.name))
-
-    def class_attribute(self, class_name, attribute, depth=0):
-        if class_name not in self.classes:
-            module, remote_name = self._imported_module(class_name)
-            if module is None:
-                raise SglangServerArgsError('class %s is not readable from %s' % (class_name, self.name))
-            return module.class_attribute(remote_name, attribute, depth + 1)
-        for node in self.classes[class_name].body:
-            if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == attribute for t in node.targets):
-                return self.evaluate(node.value, depth + 1)
-            if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
-                    and node.target.id == attribute and node.value is not None):
-                return self.evaluate(node.value, depth + 1)
-        raise SglangServerArgsError('%s.%s is not defined in %s' % (class_name, attribute, self.name))
-
-    def evaluate(self, node, depth=0):
-        """Value of a choices expression, or SglangServerArgsError when it needs running code."""
-        if depth > 20:
-            raise SglangServerArgsError('choices nest too deep in %s' % self.name)
-        ok, value = _literal(node)
-        if ok:
-            return value
-        if isinstance(node, ast.Name):
-            return self.name_value(node.id, depth)
-        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-            items = []
-            for element in node.elts:
-                if isinstance(element, ast.Starred):
-                    items.extend(self.evaluate(element.value, depth + 1))
-                else:
-                    items.append(self.evaluate(element, depth + 1))
-            return items
-        if isinstance(node, ast.Dict):
-            keys = [self.evaluate(k, depth + 1) for k in node.keys if k is not None]
-            # Only the keys matter for choices; values are usually classes.
-            return dict((k, None) for k in keys)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return list(self.evaluate(node.left, depth + 1)) + list(self.evaluate(node.right, depth + 1))
-        if isinstance(node, ast.Call) and not node.keywords and len(node.args) == 1:
-            func = node.func
-            if isinstance(func, ast.Name) and func.id in ('list', 'tuple', 'sorted', 'set'):
-                return list(self.evaluate(node.args[0], depth + 1))
-        if isinstance(node, ast.Call) and not node.args and isinstance(node.func, ast.Attribute) \
-                and node.func.attr == 'keys':
-            return list(self.evaluate(node.func.value, depth + 1))
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-            return self.class_attribute(node.value.id, node.attr, depth + 1)
-        raise SglangServerArgsError('%s needs running code' % _describe(node))
-
-
-def _function_locals(function_node):
-    """Simple assignments inside add_cli_args (``x_choices = list(...)``), as expressions."""
-    local_values = {}
-    for node in ast.walk(function_node):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            local_values[node.targets[0].id] = node.value
-    return local_values
-
-
-def _action_name(node):
-    if node is None:
-        return 'store'
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return _describe(node)
-
-
-def _type_name(node):
-    if node is None:
-        return None
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return _describe(node)
-    return None
-
-
-def _zero_nargs_actions(tree):
-    """Names of argparse Action classes that take no value because their ``__init__`` sets ``nargs=0``.
-
-    SGLang's ``DeprecatedAction`` does this (``def __init__(self, option_strings, dest, nargs=0, ...)``
-    passed on to ``super().__init__``): the ``add_argument`` call shows no ``nargs`` at all.
-    """
-    names = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.ClassDef):
-            continue
-        for item in node.body:
-            if not (isinstance(item, ast.FunctionDef) and item.name == '__init__'):
-                continue
-            arguments = item.args.args
-            defaults = item.args.defaults
-            for argument, default in zip(arguments[len(arguments) - len(defaults):], defaults):
-                if argument.arg == 'nargs' and isinstance(default, ast.Constant) and default.value == 0:
-                    names.add(node.name)
-            for call in ast.walk(item):
-                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                        and call.func.attr == '__init__':
-                    for keyword in call.keywords:
-                        if keyword.arg == 'nargs' and isinstance(keyword.value, ast.Constant) \
-                                and keyword.value.value == 0:
-                            names.add(node.name)
-    return names
-
-
-def parse_server_args_source(source, import_resolver=None, name='server_args.py'):
-    """Read the options of every ``add_argument`` call in an SGLang ``server_args.py``.
-
-    ``import_resolver(module_name)`` returns the source text of another module (or None), so
-    that choices such as ``list(ReasoningParser.DetectorMap.keys())`` can be read too.
-
-    Returns ``{'options': {canonical: spec}, 'option_strings': {string: canonical}}``; a spec has
-    ``option_strings``, ``dest``, ``action``, ``takes_value``, ``nargs``, ``type``, ``choices``
-    (None when unrestricted) and ``choices_unresolved`` (the expression when it could not be read).
-    """
-    module = _SourceModule(source, name, import_resolver, {})
-    scopes = [n for n in ast.walk(module.tree)
-              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == 'add_cli_args']
-    if not scopes:
-        scopes = [module.tree]
-
-    zero_nargs_actions = _zero_nargs_actions(module.tree)
-    options = {}
-    option_strings = {}
-    for scope in scopes:
-        local_values = _function_locals(scope) if scope is not module.tree else {}
-        for node in ast.walk(scope):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == 'add_argument'):
-                continue
-            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-            strings = [s for s in strings if s.startswith('-')]
-            if not strings:
-                continue
-            keywords = dict((k.arg, k.value) for k in node.keywords if k.arg)
-            action = _action_name(keywords.get('action'))
-            nargs_ok, nargs = _literal(keywords['nargs']) if 'nargs' in keywords else (True, None)
-            if not nargs_ok:
-                nargs = None
-            if action in _NO_VALUE_ACTIONS or nargs == 0 or (
-                    'nargs' not in keywords and action in zero_nargs_actions):
-                takes_value = False
-            else:
-                takes_value = True
-            long_strings = [s for s in strings if s.startswith('--')]
-            canonical = (long_strings or strings)[0]
-            dest_ok, dest = _literal(keywords['dest']) if 'dest' in keywords else (False, None)
-            if not dest_ok or not isinstance(dest, str):
-                dest = canonical.lstrip('-').replace('-', '_')
-            choices = None
-            unresolved = None
-            if 'choices' in keywords:
-                expression = keywords['choices']
-                if isinstance(expression, ast.Name) and expression.id in local_values:
-                    expression = local_values[expression.id]
-                try:
-                    choices = module.evaluate(expression)
-                    if isinstance(choices, (set, frozenset)):
-                        choices = sorted(choices, key=str)
-                    choices = list(choices)
-                except SglangServerArgsError:
-                    unresolved = _describe(keywords['choices'])
-            options[canonical] = {
-                'option_strings': strings,
-                'dest': dest,
-                'action': action,
-                'takes_value': takes_value,
-                'nargs': nargs,
-                'type': _type_name(keywords.get('type')),
-                'choices': choices,
-                'choices_unresolved': unresolved,
-                'required': _literal(keywords['required'])[1] is True if 'required' in keywords else False,
-                'deprecated': 'deprecat' in action.lower(),
-            }
-            for string in strings:
-                option_strings[string] = canonical
-    if not options:
-        raise SglangServerArgsError('%s defines no command line options (no add_argument calls found)' % name)
-    return {'options': options, 'option_strings': option_strings}
+    """The given arguments cannot be used."""
 
 
 def normalize_key(key):
@@ -331,7 +87,7 @@ _TYPE_WORDS = {'json.loads': 'JSON document'}
 
 
 def _shown(option, value):
-    if option['dest'] in SECRET_DESTS:
+    if option['dest'] in SERVER_SECRET_DESTS:
         return '<hidden>'
     return value
 
@@ -382,6 +138,16 @@ def check_value(canonical, option, value):
     return errors
 
 
+def deprecation_note(spelling, option):
+    """What SGLang does with a deprecated flag, as far as its source says."""
+    note = '%s is deprecated in this SGLang' % spelling
+    if option.get('no_effect'):
+        note += ' and does nothing'
+    if option.get('replacement'):
+        note += '; use %s instead' % option['replacement']
+    return note
+
+
 def canonicalize(spec, args, layer='sglang_server_args'):
     """Map a structured layer to ``{canonical: value}``.
 
@@ -405,14 +171,18 @@ def canonicalize(spec, args, layer='sglang_server_args'):
             errors.append('%s: %s' % (layer, exc))
             continue
         option = spec['options'][canonical]
-        if option['dest'] in SECRET_DESTS:
+        if option['dest'] in SERVER_SECRET_DESTS:
             errors.append('%s: %s must not be set here (it would end up in the process command line); '
                           'set the vault-able variable sglang_server_api_key instead' % (layer, canonical))
+            continue
+        if option.get('removed'):
+            errors.append('%s: %s was removed from this SGLang, which refuses it: %s'
+                          % (layer, spelling, option['removed']))
             continue
         if note:
             notes.append('%s: %s; written as %s' % (layer, note, spelling))
         if option.get('deprecated'):
-            notes.append('%s: %s is deprecated in this SGLang and does nothing' % (layer, canonical))
+            notes.append('%s: %s' % (layer, deprecation_note(spelling, option)))
         if canonical in mapping:
             errors.append('%s: %s and %s set the same option %s' % (layer, origin[canonical], key, canonical))
             continue
@@ -617,7 +387,7 @@ def build_server_command(spec, args, extra_args=None, recommended_args=None, gpu
             argv = render_argv(merged, spec, spellings)
             for token in argv:
                 systemd_quote(token)
-        except SglangServerArgsError as exc:
+        except (SglangServerArgsError, SystemdQuoteError) as exc:
             errors.append(str(exc))
             argv = []
     return {
@@ -640,23 +410,6 @@ def effective_value(spec, merged, flag, default=None):
     return default if value is None or value is False else value
 
 
-def read_field_defaults(source, class_name='ServerArgs'):
-    """Literal defaults of the dataclass that holds the parsed arguments (dest -> value)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise SglangServerArgsError('cannot parse server_args source: %s' % exc)
-    defaults = {}
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for field in node.body:
-                if isinstance(field, ast.AnnAssign) and isinstance(field.target, ast.Name) and field.value is not None:
-                    ok, value = _literal(field.value)
-                    if ok:
-                        defaults[field.target.id] = value
-    return defaults
-
-
 def server_endpoint(spec, merged, defaults):
     """Where the server will listen and which model name it will report, as SGLang decides it."""
     def pick(flag, dest):
@@ -674,21 +427,3 @@ def server_endpoint(spec, merged, defaults):
         'served_model_name': served,
         'tp_size': _whole(tp_size) if tp_size is not None else None,
     }
-
-
-_SYSTEMD_SAFE = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@+=:,./-')
-
-
-def systemd_quote(token):
-    """One argv token as a word of a systemd ExecStart= line (quotes, specifiers, variables)."""
-    if '\n' in token or '\r' in token or '\0' in token:
-        raise SglangServerArgsError('argument %r contains a line break or NUL; systemd cannot pass it on one'
-                                    ' ExecStart= line' % (token,))
-    if token and all(c in _SYSTEMD_SAFE for c in token):
-        return token
-    escaped = token.replace('\\', '\\\\').replace('"', '\\"').replace('%', '%%').replace('$', '$$')
-    return '"%s"' % escaped
-
-
-def systemd_command_line(argv):
-    return ' '.join(systemd_quote(token) for token in argv)

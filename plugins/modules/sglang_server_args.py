@@ -12,9 +12,16 @@ module: sglang_server_args
 short_description: Check SGLang server arguments against the installed SGLang and render the command line
 version_added: 0.1.0
 description:
-  - Reads C(sglang/srt/server_args.py) of the SGLang installed in a virtual environment with Python's
-    C(ast) (SGLang is not imported, so torch is not loaded) and collects every option, its aliases and
-    its allowed values.
+  - Reads the source of the SGLang installed in a virtual environment with Python's C(ast) (SGLang is
+    not imported, so torch is not loaded) and collects every server option, its aliases and its allowed
+    values.
+  - Both ways SGLang declares its options are read. Up to 0.5.9 every option is a C(parser.add_argument)
+    call in C(sglang/srt/server_args.py). From 0.5.23 on options are fields declared under
+    C(sglang/srt/arg_groups/fields/) (turned into flags by C(arg_utils.py)), plus the few that
+    C(server_args.py) still adds by hand. The second way is used whenever that folder exists.
+  - When an installed SGLang declares its options in neither way the module can read, the task fails
+    with C(cannot read the options of SGLang <version>) and names what it looked for, rather than
+    refusing every flag.
   - Validates structured server arguments (flag -> value) against it and returns the command line.
     Unknown flags, ambiguous abbreviations, values outside the allowed choices, numbers that do not parse
     and a tensor-parallel size that does not divide into the node's GPUs fail the task with every error
@@ -35,14 +42,14 @@ attributes:
 options:
   venv_path:
     description:
-      - Virtual environment that holds SGLang; C(lib/python3*/site-packages/sglang/srt/server_args.py)
-        is read from it.
+      - Virtual environment that holds SGLang; its C(lib/python3*/site-packages/sglang) is read.
       - Required unless O(server_args_path) is given.
     type: path
   server_args_path:
     description:
-      - Read this C(server_args.py) instead of the one in O(venv_path). Other SGLang modules that the
-        choices refer to are looked up relative to its package root.
+      - Read this C(server_args.py) instead of the one in O(venv_path). The other SGLang files (the
+        C(arg_groups) declarations, modules that choices refer to) are looked up relative to its
+        package root, the folder three levels above it.
     type: path
   args:
     description:
@@ -112,10 +119,23 @@ validated:
   returned: always
   type: bool
 server_args_path:
-  description: The C(server_args.py) that was read.
+  description: The C(server_args.py) of the installed SGLang.
   returned: when found
   type: str
   sample: /opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/server_args.py
+options_layout:
+  description:
+    - How the installed SGLang declares its options, C(argparse) (C(add_argument) calls in
+      C(server_args.py), up to 0.5.9) or C(arg_groups) (fields under C(sglang/srt/arg_groups/fields/),
+      0.5.23 and later).
+  returned: when validated
+  type: str
+  sample: arg_groups
+options_source:
+  description: The file or folder the options were read from.
+  returned: when validated
+  type: str
+  sample: /opt/sglang/venv/lib/python3.11/site-packages/sglang/srt/arg_groups/fields
 sglang_version:
   description: Version of the installed SGLang distribution, from its dist-info folder.
   returned: when found
@@ -125,7 +145,7 @@ option_count:
   description: Number of options the installed SGLang accepts.
   returned: when validated
   type: int
-  sample: 331
+  sample: 531
 host:
   description: Address the server will bind to (SGLang's default when not set).
   returned: when validated
@@ -164,7 +184,7 @@ unchecked:
   elements: str
   sample: ["--lora-target-modules"]
 notes:
-  description: Remarks such as abbreviations that argparse expands.
+  description: Remarks such as abbreviations that argparse expands and deprecated flags with their replacement.
   returned: always
   type: list
   elements: str
@@ -179,51 +199,35 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import flag_looks_secret
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
     SglangServerArgsError,
-    build_server_command,
-    parse_server_args_source,
-    read_field_defaults,
-    render_argv,
     argv_from_topology,
+    build_server_command,
+    render_argv,
     server_endpoint,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+    SourceTree,
+    read_server_options,
+    sglang_version,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import (
+    SystemdQuoteError,
     systemd_command_line,
 )
 
-_SERVER_ARGS = os.path.join('sglang', 'srt', 'server_args.py')
-_SECRET_FLAGS = ('api-key', 'admin-api-key')
-_SECRET_WORDS = ('api-key', 'apikey', 'hf-token', 'secret', 'password')
+_PACKAGE = 'sglang'
+_SERVER_ARGS = os.path.join(_PACKAGE, 'srt', 'server_args.py')
+_SERVER_ARGS_MODULE = 'sglang.srt.server_args'
 
 
-def _find_server_args(venv_path):
-    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _SERVER_ARGS)))
-    return candidates[-1] if candidates else None
-
-
-def _site_packages(server_args_path):
-    return os.path.dirname(os.path.dirname(os.path.dirname(server_args_path)))
-
-
-def _sglang_version(site_packages):
-    found = sorted(glob.glob(os.path.join(site_packages, 'sglang-*.dist-info')))
-    if not found:
-        return None
-    return os.path.basename(found[-1])[len('sglang-'):-len('.dist-info')]
-
-
-def _read(path):
-    with open(path, 'r') as handle:
-        return handle.read()
-
-
-def _resolver(site_packages):
-    def resolve(module_name):
-        base = os.path.join(site_packages, *module_name.split('.'))
-        for path in (base + '.py', os.path.join(base, '__init__.py')):
-            if os.path.isfile(path):
-                return _read(path)
-        return None
-    return resolve
+def _find_site_packages(venv_path):
+    """The site-packages folder of the venv that holds the sglang package, or None."""
+    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _PACKAGE)))
+    candidates = [c for c in candidates if os.path.isdir(c)]
+    return os.path.dirname(candidates[-1]) if candidates else None
 
 
 def _hide_secret_looking_values(module, *layers):
@@ -232,11 +236,7 @@ def _hide_secret_looking_values(module, *layers):
         if not isinstance(layer, dict):
             continue
         for key, value in layer.items():
-            name = str(key).strip().lstrip('-').lower().replace('_', '-')
-            # argparse would also take an abbreviation such as `api` for --api-key.
-            looks_secret = any(word in name for word in _SECRET_WORDS) or any(
-                len(name) >= 3 and flag.startswith(name) for flag in _SECRET_FLAGS)
-            if looks_secret and value not in (None, True, False):
+            if flag_looks_secret(key) and value not in (None, True, False):
                 for item in (value if isinstance(value, list) else [value]):
                     module.no_log_values.add(str(item))
 
@@ -257,11 +257,20 @@ def main():
     )
     params = module.params
     _hide_secret_looking_values(module, params['args'], params['extra_args'], params['recommended_args'])
-    path = params['server_args_path'] or _find_server_args(params['venv_path'])
     result = dict(changed=False, validated=False, notes=[])
+    if params['server_args_path']:
+        path = params['server_args_path']
+        site_packages = os.path.dirname(os.path.dirname(os.path.dirname(path)))
+        installed = os.path.isfile(path)
+        sources = SourceTree(site_packages, overrides={_SERVER_ARGS_MODULE: path})
+    else:
+        site_packages = _find_site_packages(params['venv_path'])
+        installed = site_packages is not None
+        path = os.path.join(site_packages, _SERVER_ARGS) if installed else None
+        sources = SourceTree(site_packages) if installed else None
 
-    if not path or not os.path.isfile(path):
-        where = params['server_args_path'] or os.path.join(params['venv_path'], 'lib/python3*/site-packages', _SERVER_ARGS)
+    if not installed:
+        where = params['server_args_path'] or os.path.join(params['venv_path'], 'lib/python3*/site-packages', _PACKAGE)
         message = 'SGLang is not installed: %s does not exist; install it (role inferops.serving.sglang) first' % where
         if not params['allow_missing']:
             module.fail_json(msg=message, **result)
@@ -271,23 +280,25 @@ def main():
             merged.update(params['extra_args'])
             result['argv'] = render_argv(merged)
             result['exec_args'] = systemd_command_line(result['argv'])
-        except SglangServerArgsError as exc:
+        except (SglangServerArgsError, SystemdQuoteError) as exc:
             module.fail_json(msg=str(exc), **result)
         result['args'] = merged
         module.warn(message + '; the arguments were not validated')
         module.exit_json(**result)
 
-    site_packages = _site_packages(path)
     result['server_args_path'] = path
-    result['sglang_version'] = _sglang_version(site_packages)
+    result['sglang_version'] = sglang_version(site_packages)
     try:
-        source = _read(path)
-        spec = parse_server_args_source(source, _resolver(site_packages), name=path)
+        options = read_server_options(sources, result['sglang_version'])
+    except SglangSourceError as exc:
+        module.fail_json(msg=str(exc), **result)
+    spec = options['spec']
+    try:
         command = build_server_command(
             spec, params['args'], params['extra_args'], params['recommended_args'], params['gpu_count'])
-        endpoint = server_endpoint(spec, command['canonical_args'], read_field_defaults(source))
+        endpoint = server_endpoint(spec, command['canonical_args'], options['defaults'])
         exec_args = systemd_command_line(command['argv'])
-    except (SglangServerArgsError, IOError, OSError) as exc:
+    except (SglangServerArgsError, SystemdQuoteError) as exc:
         module.fail_json(msg='cannot check the SGLang server arguments: %s' % exc, **result)
 
     result['notes'] = command['notes']
@@ -302,6 +313,8 @@ def main():
         exec_args=exec_args,
         args=command['args'],
         option_count=len(spec['options']),
+        options_layout=options['layout'],
+        options_source=options['source'],
         from_topology=command['from_topology'],
         unchecked=command['unchecked'],
         **endpoint

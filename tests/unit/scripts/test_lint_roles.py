@@ -45,24 +45,14 @@ def line_count(path):
         return len(handle.read().splitlines())
 
 
-# TEMPORARY, issue 25: the split of plugins/module_utils/_sglang_server_args.py is under way
-# separately. Until it is merged, that file is over 500 lines, and it and the module
-# plugins/modules/sglang_server_args.py still define secret lists of their own; the lines they
-# should import from plugins/module_utils/_secrets.py are listed with the merge. Whoever merges
-# removes this allow-list: test_the_collection_passes fails once these files pass.
-NOT_YET_SPLIT = ('plugins/module_utils/_sglang_server_args.py', 'plugins/modules/sglang_server_args.py')
-
-
 def problems(result):
     return [line for line in result.stdout.splitlines() if not line.endswith('between roles, playbooks and plugins')]
 
 
 def test_the_collection_passes():
     result = lint(ROOT)
-    found = problems(result)
-    assert [line for line in found if not line.startswith(NOT_YET_SPLIT)] == [], result.stdout
-    assert result.returncode == (1 if found else 0)
-    assert set(line.split(':')[0] for line in found) == set(NOT_YET_SPLIT), 'remove NOT_YET_SPLIT: ' + result.stdout
+    assert problems(result) == [], result.stdout
+    assert result.returncode == 0
 
 
 def test_a_playbook_reading_a_private_register_of_a_role_fails(tree):

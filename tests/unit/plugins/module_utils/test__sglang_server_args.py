@@ -8,24 +8,23 @@ import os
 
 import pytest
 
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+    SglangSourceError,
+    parse_argparse_source,
+    read_field_defaults,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
     SglangServerArgsError,
     argv_from_topology,
     build_server_command,
     check_tensor_parallel,
-    parse_server_args_source,
-    read_field_defaults,
     render_argv,
     resolve_option,
     server_endpoint,
-    systemd_quote,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import SourceTree
 
-FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.9')
-_IMPORTS = {
-    'sglang.srt.parser.reasoning_parser': 'reasoning_parser.py.txt',
-    'sglang.srt.function_call.function_call_parser': 'function_call_parser.py.txt',
-}
+SOURCES = SourceTree(os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.9'), suffix='.txt')
 
 # The command line of the seed's known-good server, structured.
 SEED_ARGS = {
@@ -59,23 +58,14 @@ SEED_ARGV = (
 ).split()
 
 
-def _read(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
-        return handle.read()
-
-
-def _resolve(module_name):
-    return _read(_IMPORTS[module_name]) if module_name in _IMPORTS else None
-
-
 @pytest.fixture(scope='module')
 def real_source():
-    return _read('server_args.py.txt')
+    return SOURCES.source('sglang.srt.server_args')
 
 
 @pytest.fixture(scope='module')
 def real_spec(real_source):
-    return parse_server_args_source(real_source, _resolve)
+    return parse_argparse_source(real_source, SOURCES.source)
 
 
 SYNTHETIC = '''
@@ -113,7 +103,7 @@ class Parsers:
 
 @pytest.fixture
 def synthetic_spec():
-    return parse_server_args_source(SYNTHETIC, lambda name: OTHER if name == 'other.module' else None)
+    return parse_argparse_source(SYNTHETIC, lambda name: OTHER if name == 'other.module' else None)
 
 
 def test_real_source_knows_every_flag_of_the_known_good_server(real_spec):
@@ -268,29 +258,10 @@ def test_topology_argv_lists_become_structured():
 
 
 def test_source_without_options_or_unparsable_is_an_error():
-    with pytest.raises(SglangServerArgsError, match='no command line options'):
-        parse_server_args_source('X = 1\n')
-    with pytest.raises(SglangServerArgsError, match='cannot parse'):
-        parse_server_args_source('def (:\n')
-
-
-@pytest.mark.parametrize('token, word', [
-    ('--port', '--port'),
-    ('lukealonso/GLM-5-NVFP4', 'lukealonso/GLM-5-NVFP4'),
-    ('two words', '"two words"'),
-    ('100%', '"100%%"'),
-    ('$HOME', '"$$HOME"'),
-    ('say "hi"\\', '"say \\"hi\\"\\\\"'),
-    ('', '""'),
-    ('{"a":1}', '"{\\"a\\":1}"'),
-])
-def test_systemd_quote(token, word):
-    assert systemd_quote(token) == word
-
-
-def test_systemd_quote_refuses_line_breaks():
-    with pytest.raises(SglangServerArgsError, match='line break'):
-        systemd_quote('a\nb')
+    with pytest.raises(SglangSourceError, match='no command line options'):
+        parse_argparse_source('X = 1\n')
+    with pytest.raises(SglangSourceError, match='cannot parse'):
+        parse_argparse_source('def (:\n')
 
 
 def _seed_with(args):
@@ -353,7 +324,9 @@ def test_deprecated_no_value_flag_is_read_from_the_action_class(real_spec):
     assert real_spec['options']['--preferred-sampling-params']['type'] == 'json.loads'
     result = build_server_command(real_spec, dict(SEED_ARGS, **{'hybrid-kvcache-ratio': True}), gpu_count=8)
     assert '--hybrid-kvcache-ratio' in result['argv']
-    assert any('deprecated' in note for note in result['notes'])
+    # DeprecatedAction only warns; its help names the option that took over.
+    assert 'sglang_server_args: --hybrid-kvcache-ratio is deprecated in this SGLang and does nothing; use ' \
+        '--swa-full-tokens-ratio instead' in result['notes']
 
 
 @pytest.mark.parametrize('layer', [['--tp', '8'], 'tp=8', 42])
