@@ -24,9 +24,23 @@ force=${1:-}
 
 say() { printf '[lab-image] %s\n' "$*"; }
 
-# The lab layer is rebuilt whenever any file under molecule/resources/lab changes.
-lab_hash=$(cd "$here" && find . -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -print0 \
-  | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+# What every fresh lab node would otherwise download again, fetched once into the image: the
+# wheels of the roles' pinned versions (pip still asks the index which versions exist, then takes
+# the local file) and the Debian packages the roles install (left in apt's cache, not installed:
+# the roles' real apt and pip tasks install them). Nothing else on the node changes.
+repo=$(cd "$here/../../.." && pwd)
+pin() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" "$repo/roles/$2/defaults/main.yml"; }
+cached_wheels=(
+  "sglang==$(pin sglang_version sglang)" "flashinfer-python==$(pin sglang_flashinfer_version sglang)"
+  "pip==$(pin sglang_venv_pip_version sglang)" "wheel==$(pin sglang_venv_wheel_version sglang)"
+)
+cached_wheels_with_deps=("sglang-router==$(pin sglang_router_version sglang_router)")
+cached_debs=(python3-venv python3-packaging prometheus prometheus-alertmanager prometheus-node-exporter)
+
+# The lab layer is rebuilt whenever any file under molecule/resources/lab or a cached pin changes.
+lab_hash=$( { cd "$here" && find . -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -print0 \
+  | sort -z | xargs -0 sha256sum; echo "${cached_wheels[*]} ${cached_wheels_with_deps[*]} ${cached_debs[*]}"; } \
+  | sha256sum | cut -c1-16)
 
 if [[ "$force" != "--force" ]] && \
    [[ "$(docker image inspect -f '{{ index .Config.Labels "inferops.lab.hash" }}' "$LAB_IMAGE" 2>/dev/null || true)" == "$lab_hash" ]]; then
@@ -100,6 +114,15 @@ say "building lab layer $LAB_IMAGE (lab files $lab_hash) on $LAB_BASE_IMAGE"
 cp -r "$here/sim" "$ctx/sim"
 if [[ -d "$here/sglang_sim" ]]; then cp -r "$here/sglang_sim" "$ctx/sglang_sim"; else mkdir "$ctx/sglang_sim"; fi
 cp "$here/lab-cuda-repo.service" "$ctx/"
+mkdir "$ctx/wheelhouse"
+lab_pip=("$repo/.venv/bin/python" -m pip)
+[[ -x "$repo/.venv/bin/python" ]] || lab_pip=(python3 -m pip)
+if ! { "${lab_pip[@]}" download -q --no-deps -d "$ctx/wheelhouse" "${cached_wheels[@]}" \
+       && "${lab_pip[@]}" download -q -d "$ctx/wheelhouse" "${cached_wheels_with_deps[@]}"; } \
+     >"$LAB_BUILD_DIR/wheelhouse.log" 2>&1; then
+  # Only slower: each node then downloads the wheels as a real one would.
+  say "could not fetch the pinned wheels (see $LAB_BUILD_DIR/wheelhouse.log); building without them"
+fi
 cat >"$ctx/Dockerfile" <<EOF
 FROM $LAB_BASE_IMAGE
 LABEL inferops.lab.hash="$lab_hash"
@@ -112,6 +135,9 @@ COPY lab-cuda-repo.service /etc/systemd/system/lab-cuda-repo.service
 # /run/inferops-lab carries the simulated GPU load from the server stand-in to nvidia-smi.
 COPY sim /opt/inferops-lab/sim
 COPY sglang_sim /opt/inferops-lab/sglang_sim
+COPY wheelhouse /opt/inferops-lab/wheelhouse
+RUN printf 'find-links = /opt/inferops-lab/wheelhouse\\n' >>/etc/pip.conf \\
+ && apt-get update -qq && apt-get install -y -qq --download-only ${cached_debs[*]} >/dev/null
 RUN ln -s /etc/systemd/system/lab-cuda-repo.service /etc/systemd/system/multi-user.target.wants/lab-cuda-repo.service \\
  && python3 /opt/inferops-lab/sim/make-sysfs.py /opt/inferops-lab/sys --gpus 8 \\
  && echo 'd /run/inferops-lab 1777 root root -' >/etc/tmpfiles.d/inferops-lab.conf \\
