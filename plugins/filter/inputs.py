@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
 from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_input_errors, serial
+from ansible_collections.inferops.serving.plugins.module_utils._patch_releases import patch_release_errors
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import missing_pins, pins_to_look_up
 
 
@@ -33,6 +34,12 @@ def checked_serial(value, name='serving_deploy_serial'):
     return value
 
 
+def patch_releases_errors(patch, pinned, switch):
+    if not isinstance(patch, dict) or not isinstance(pinned, dict):
+        raise AnsibleFilterError('patch_releases_errors: give a patch (name, files) and the pin variables')
+    return patch_release_errors(patch, pinned, switch)
+
+
 def missing_versions(listings, versions):
     return missing_pins(versions, listings)
 
@@ -50,4 +57,5 @@ class FilterModule(object):
             'missing_versions': missing_versions,
             'checked_serial': checked_serial,
             'packages_to_look_up': packages_to_look_up,
+            'patch_releases_errors': patch_releases_errors,
         }

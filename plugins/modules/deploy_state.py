@@ -120,6 +120,13 @@ snapshot:
   description: Whether the files were kept (O(state=snapshot)).
   returned: always
   type: bool
+same_inputs:
+  description:
+    - With O(state=snapshot), whether the files were kept and the record names this run's inputs: the node
+      is exactly as a healthy converge of these inputs left it, so an experiment can leave alone the layers
+      its overlay does not touch.
+  returned: always
+  type: bool
 restored:
   description: Whether the node is back to the snapshot by its files alone (O(state=restore)).
   returned: always
@@ -187,7 +194,7 @@ def _snapshot(module, path, record, result):
     if reasons:
         result['reasons'] = reasons
         return
-    result.update(snapshot=True, changed=True)
+    result.update(snapshot=True, changed=True, same_inputs=record.get('fingerprint') == module.params['fingerprint'])
     if module.check_mode:
         return
     shutil.rmtree(folder, ignore_errors=True)
@@ -252,7 +259,7 @@ def main():
             record = None
             text = ''
     result = dict(changed=False, fingerprint=params['fingerprint'], plan='changes', reasons=[],
-                  venv=None, snapshot=False, restored=False, files=[])
+                  venv=None, snapshot=False, same_inputs=False, restored=False, files=[])
     # A venv that still has its interpreter: the plan checks the server arguments against it.
     if record and record.get('venv') and os.path.exists(os.path.join(record['venv'], 'bin', 'python')):
         result['venv'] = record['venv']

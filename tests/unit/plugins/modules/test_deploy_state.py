@@ -43,8 +43,8 @@ def test_absent_forgets_a_record_of_other_inputs_only(run_module, tmp_path):
 def test_the_files_an_experiment_changed_are_put_back_as_they_were(run_module, tmp_path):
     where, unit, env = lay_out(tmp_path)
     run_module(state="present", fingerprint="baseline", files=[str(unit), str(env)], **where)
-    kept = run_module(state="snapshot", **where)
-    assert kept["snapshot"], kept
+    kept = run_module(state="snapshot", fingerprint="baseline", **where)
+    assert kept["snapshot"] and kept["same_inputs"], kept
     # The experiment's converge: another unit, and its own record.
     unit.write_text("ExecStart=/x --tp 8 --enable-flashinfer-allreduce-fusion\n")
     run_module(state="present", fingerprint="experiment", files=[str(unit), str(env)], **where)
@@ -77,6 +77,15 @@ def test_no_snapshot_of_a_node_that_drifted_from_its_record(run_module, tmp_path
     where, unit, _env = lay_out(tmp_path)
     run_module(state="present", fingerprint="baseline", files=[str(unit)], **where)
     unit.write_text("hand edit\n")
-    refused = run_module(state="snapshot", **where)
-    assert not refused["snapshot"]
+    refused = run_module(state="snapshot", fingerprint="baseline", **where)
+    assert not refused["snapshot"] and not refused["same_inputs"]
     assert refused["reasons"] == ["%s changed since the last deploy" % unit]
+
+
+def test_a_snapshot_says_whether_the_record_names_this_runs_inputs(run_module, tmp_path):
+    # Inventory changed since the last deploy: the node is as recorded, but not for these inputs,
+    # so an experiment must converge every layer (the pending change included).
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="deployed", files=[str(unit)], **where)
+    kept = run_module(state="snapshot", fingerprint="inventory-changed-since", **where)
+    assert kept["snapshot"] and not kept["same_inputs"], kept

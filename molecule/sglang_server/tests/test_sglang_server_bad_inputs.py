@@ -2,6 +2,10 @@
 """Bad input, one row per input class: the run fails in a validation step, names the variable,
 shows no secret, and the serving node is exactly as it was.
 
+It runs on the sglang_server scenario's node after that scenario's own checks (pytest takes this
+file after test_sglang_server.py): the rows need a converged server and leave it as they found it,
+so one converge serves both.
+
 All role rows run in one ansible-playbook process (one play per row, each catching its own
 failure), so the table costs seconds, not a process start per row. Playbook-level rows
 (serving_deploy_serial, the node lock) run the real deploy.yml.
@@ -15,7 +19,7 @@ import threading
 import pytest
 
 SECRET = 'rowsecret-4b1d'
-NODE = 'lab-bad_inputs'
+NODE = 'lab-sglang_server'
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
 # The converge configuration, which every sglang_server row starts from.
 SERVER = {
@@ -36,6 +40,7 @@ VALIDATION_TASKS = (
     "Validate the server arguments against the installed SGLang and render the command line",
     "Check that the package index offers every pinned version",
     "Check that every package to install has a pinned version",
+    "Check that the SM120 patch fits the pinned releases",
 )
 
 # (row id, role, variables laid over the converge configuration, variable the message must name, words)
@@ -124,6 +129,10 @@ ROWS = [
     ("sglang-user-root", "sglang", {"sglang_service_user": "root"}, "sglang_service_user",
      "sglang_allow_root_service_user"),
     ("sglang-unknown-package", "sglang", {"sglang_packages": ["vllm"]}, "sglang_packages", "must be one or more of"),
+    # Today's SGLang with the SM120 patch: refused by name before pip would install 0.5.23.
+    ("sm120-patch-on-another-release", "sglang",
+     {"sglang_sm120_allreduce_fusion_patch": True, "sglang_version": "0.5.23", "sglang_flashinfer_version": "0.7.2"},
+     "sglang_sm120_allreduce_fusion_patch", "fits flashinfer-python 0.6.3 and sglang 0.5.9 only"),
 ]
 
 
@@ -261,7 +270,7 @@ def test_the_api_key_is_in_no_process_environment_block(host):
 
 CONCURRENT = """
 - name: A deploy of the server layer under the node lock (what deploy.yml does per node)
-  hosts: lab-bad_inputs
+  hosts: lab-sglang_server
   gather_facts: false
   become: true
   pre_tasks:
@@ -345,14 +354,14 @@ def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_a
     # The second node is never contacted: the refusal comes before any task on a node.
     replica = tmp_path / "replica.yml"
     replica.write_text(json.dumps({"gpu_nodes": {"children": {"replica_a": {
-        "hosts": {NODE: {}, "lab-bad_inputs-rank-1": {"ansible_host": "192.0.2.1"}},
+        "hosts": {NODE: {}, NODE + "-rank-1": {"ansible_host": "192.0.2.1"}},
         "vars": {"serving_replica_group": "replica_a"}}}}}))
     before = host.check_output(SNAPSHOT)
     rc, output = ansible_playbook("-i", str(replica),
                                   os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
                                   "-l", NODE, "-e", variable)
     assert rc != 0
-    assert ("%s is rank 0 of replica replica_a (%s, lab-bad_inputs-rank-1), which serves across nodes" % (NODE, NODE)
+    assert ("%s is rank 0 of replica replica_a (%s, %s-rank-1), which serves across nodes" % (NODE, NODE, NODE)
             in output), output[-3000:]
     assert "roll them out with `ansible-playbook deploy.yml`" in output
     assert "Take the node lock" not in output
