@@ -1,4 +1,4 @@
-"""Keep each test's outcome on its item, so fixtures can print the journal when it failed."""
+"""A failed test prints the journal of the units its module names in JOURNAL_UNITS."""
 import pytest
 
 
@@ -7,3 +7,11 @@ def pytest_runtest_makereport(item, call):  # pylint: disable=unused-argument
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
+
+
+@pytest.fixture()
+def journal(host, request):
+    yield
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        units = " ".join("-u %s" % unit for unit in request.module.JOURNAL_UNITS)
+        print(host.run("journalctl %s -n 60 --no-pager" % units).stdout)

@@ -1,13 +1,10 @@
 """What an operator expects of a node after `ansible-playbook deploy.yml -l gpu-node`."""
 import json
-import os
-import re
-import subprocess
-import threading
-import time
 
 import pytest
 
+# The serving node; the scenario's second node runs Prometheus (test_prometheus.py).
+testinfra_hosts = ["lab-default"]
 API_KEY = "lab-api-key-not-a-secret"  # the lab inventory's made-up key
 SERVER = "http://127.0.0.1:8000"
 
@@ -107,51 +104,3 @@ def test_history_records_the_deploy(host):
     lines = host.file("/var/lib/sglang/history.jsonl").content_string.splitlines()
     events = [json.loads(line)["event"] for line in lines if line.strip()]
     assert "deploy" in events
-
-
-def _deploy(*extra):
-    """(rc, output, finished at) of deploy.yml against this scenario's node."""
-    command = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
-               os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml")] + list(extra)
-    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, proc.stdout, time.monotonic()
-
-
-def _served_name(host):
-    result = host.run("curl -sS -H %s %s", "Authorization: Bearer " + API_KEY, SERVER + "/v1/models")
-    return json.loads(result.stdout)["data"][0]["id"]
-
-
-def test_a_hand_edit_of_the_unit_is_found_by_the_plan_and_put_back(host):
-    unit = "/etc/systemd/system/sglang.service"
-    before = host.file(unit).content_string
-    host.run("sed -i 's/^Restart=.*/Restart=no/' %s", unit)
-    rc, output, _finished = _deploy()
-    assert rc == 0, output[-3000:]
-    assert "would change: %s changed since the last deploy" % unit in " ".join(output.split()), output[-3000:]
-    assert host.file(unit).content_string == before
-    rc, output, _finished = _deploy()
-    assert rc == 0 and re.search(r"changed=0\s+unreachable=0\s+failed=0", output), output[-3000:]
-
-
-# Last: it leaves the node serving another name until the final deploy puts the inventory's back.
-def test_two_deploys_started_together_end_serving_what_the_last_one_to_finish_reported(host):
-    results = {}
-
-    def deploy(name):
-        results[name] = _deploy("-e", json.dumps({"sglang_server_extra_args": {"served-model-name": name},
-                                                  "serving_node_lock_wait": 600}))
-
-    threads = [threading.Thread(target=deploy, args=(name,)) for name in ("run-a", "run-b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for name, (rc, output, _finished) in results.items():
-        assert rc == 0, (name, output[-3000:])
-    last = max(results, key=lambda name: results[name][2])
-    assert _served_name(host) == last
-    assert any("s for the node lock of" in " ".join(output.split()) for _rc, output, _finished in results.values()), \
-        "neither run waited for the other"
-    rc, output, _finished = _deploy()
-    assert rc == 0, output[-3000:]

@@ -109,7 +109,7 @@ def test_every_default_is_documented_with_its_default(role):
 
 # promtool ships in Debian's prometheus package; the monitoring scenario always runs these tests
 # on its Prometheus node. Here they run when this machine has promtool too.
-@pytest.mark.skipif(shutil.which('promtool') is None, reason='promtool not installed here (molecule/monitoring runs it)')
+@pytest.mark.skipif(shutil.which('promtool') is None, reason='promtool not installed here (molecule/default runs it)')
 def test_promtool_passes_the_rule_tests(tmp_path):
     (tmp_path / 'inferops-serving.rules.yml').write_text(render_rules())
     shutil.copy(PROMTOOL_TESTS, str(tmp_path))

@@ -6,7 +6,7 @@ import os
 
 # A failed test prints their journal (conftest.py).
 JOURNAL_UNITS = ["prometheus", "prometheus-alertmanager"]
-testinfra_hosts = ["lab-mon-prom"]
+testinfra_hosts = ["lab-default-prom"]
 
 API = "http://127.0.0.1:9090/api/v1"
 LAB_API_KEY = "lab-api-key-not-a-secret"
@@ -53,10 +53,10 @@ def test_targets_come_from_the_inventory_and_are_up(host):
     targets = api(host, "/targets?state=active")["data"]["activeTargets"]
     found = sorted((t["labels"]["job"], t["labels"]["node"], t["scrapeUrl"], t["health"]) for t in targets)
     assert found == [
-        ("node", "lab-mon-gpu", "http://lab-mon-gpu:9100/metrics", "up"),
-        ("node", "lab-mon-prom", "http://lab-mon-prom:9100/metrics", "up"),
-        ("prometheus", "lab-mon-prom", "http://127.0.0.1:9090/metrics", "up"),
-        ("sglang", "lab-mon-gpu", "http://lab-mon-gpu:8000/metrics", "up"),
+        ("node", "lab-default", "http://lab-default:9100/metrics", "up"),
+        ("node", "lab-default-prom", "http://lab-default-prom:9100/metrics", "up"),
+        ("prometheus", "lab-default-prom", "http://127.0.0.1:9090/metrics", "up"),
+        ("sglang", "lab-default", "http://lab-default:8000/metrics", "up"),
     ]
 
 
@@ -70,11 +70,11 @@ def test_the_rules_are_loaded_with_the_lab_durations(host):
 
 
 def test_sglang_and_gpu_series_arrive_under_their_real_names(host):
-    for query in ('count({__name__=~"sglang:.+", node="lab-mon-gpu"})',
-                  'count(inferops_gpu_power_draw_watts{node="lab-mon-gpu"})',
-                  'sum(inferops_gpu_power_limit_watts{node="lab-mon-gpu"})',
-                  'inferops_sglang_health_up{node="lab-mon-gpu"}',
-                  'node_textfile_scrape_error{node="lab-mon-gpu"}'):
+    for query in ('count({__name__=~"sglang:.+", node="lab-default"})',
+                  'count(inferops_gpu_power_draw_watts{node="lab-default"})',
+                  'sum(inferops_gpu_power_limit_watts{node="lab-default"})',
+                  'inferops_sglang_health_up{node="lab-default"}',
+                  'node_textfile_scrape_error{node="lab-default"}'):
         result = api(host, "/query", query)["data"]["result"]
         assert len(result) == 1, query
         value = float(result[0]["value"][1])

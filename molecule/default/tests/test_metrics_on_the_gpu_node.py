@@ -3,7 +3,7 @@
 
 # A failed test prints their journal (conftest.py).
 JOURNAL_UNITS = ["inferops-gpu-metrics", "prometheus-node-exporter"]
-testinfra_hosts = ["lab-mon-gpu"]
+testinfra_hosts = ["lab-default"]
 
 PROM_FILE = "/var/lib/prometheus/node-exporter/inferops_gpu.prom"
 
