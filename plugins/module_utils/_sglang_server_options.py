@@ -124,3 +124,21 @@ def read_server_options(sources, version=None):
         raise _unreadable(version, where, '%d options were found but not %s, so this SGLang declares its '
                           'options in a way this collection does not read' % (len(spec['options']), _SENTINEL_OPTION))
     return {'layout': layout, 'source': where, 'spec': spec, 'defaults': defaults}
+
+
+def find_site_packages(venv_path):
+    """The site-packages folder of the venv that holds the sglang package, or None."""
+    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', 'sglang')))
+    candidates = [c for c in candidates if os.path.isdir(c)]
+    return os.path.dirname(candidates[-1]) if candidates else None
+
+
+def installed_option_strings(venv_path):
+    """Every option string (``--tp-size``, ``--tp``) the SGLang in a venv understands.
+
+    Raises SglangSourceError when SGLang is not there or its options cannot be read.
+    """
+    site_packages = find_site_packages(venv_path)
+    if site_packages is None:
+        raise SglangSourceError('SGLang is not installed in %s' % venv_path)
+    return sorted(read_server_options(SourceTree(site_packages), sglang_version(site_packages))['spec']['option_strings'])

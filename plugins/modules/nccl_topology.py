@@ -76,6 +76,14 @@ options:
         for SM12x; older versions (the pinned 0.6.3) only for SM90 and SM100.
       - When not set, SM12x counts as unsupported.
     type: str
+  sglang_venv:
+    description:
+      - Virtual environment of the SGLang that will run. Its server options are read (as
+        M(inferops.serving.sglang_server_args) reads them, without importing SGLang) so that the
+        allreduce-fusion verdict names the switch this release understands
+        (C(--enforce-disable-flashinfer-allreduce-fusion) from SGLang 0.5.23 on).
+      - When not set or unreadable, the verdict names no switch.
+    type: path
 attributes:
   check_mode:
     description: Can run in check mode and return the same result.
@@ -252,6 +260,14 @@ ansible_facts:
           description: Whether FlashInfer's allreduce fusion can help on this hardware.
           type: bool
           sample: false
+        allreduce_fusion_flags:
+          description:
+            - The installed SGLang's switches for the fusion (O(sglang_venv)), null when not read.
+            - C(on) turns it on (C(--flashinfer-allreduce-fusion-backend) from 0.5.23, before that
+              C(--enable-flashinfer-allreduce-fusion)); C(off) keeps it off whatever the model's defaults
+              (C(--enforce-disable-flashinfer-allreduce-fusion), null where the release has none).
+          type: dict
+          sample: {"on": "--enable-flashinfer-allreduce-fusion", "off": null}
         reasons:
           description: The reasoning behind the advice, one sentence each.
           type: list
@@ -268,6 +284,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._commands import 
     find_nvidia_smi,
     run_c,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import installed_option_strings
 from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     QUERY_GPU_FIELDS,
     TopologyError,
@@ -331,6 +349,7 @@ def main():
             nvidia_smi=dict(type='str', default='nvidia-smi'),
             tp_size=dict(type='int'),
             flashinfer_version=dict(type='str'),
+            sglang_venv=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -403,8 +422,20 @@ def main():
         topo=parsed['topo'], p2p_read=parsed['p2p_read'], p2p_write=parsed['p2p_write'], query=parsed['query'],
         xml=parsed['xml'], sysfs_gpus=sysfs_for_merge, sysfs_links_matrix=links_estimate,
         rdma_devices=rdma_devices, sources=sources, tp_size=params['tp_size'],
-        flashinfer_version=params['flashinfer_version'], warnings=warnings)
+        flashinfer_version=params['flashinfer_version'], warnings=warnings,
+        server_flags=read_server_flags(params['sglang_venv'], warnings))
     module.exit_json(changed=False, ansible_facts=dict(nccl_topology=facts))
+
+
+def read_server_flags(venv_path, warnings):
+    if not venv_path:
+        return None
+    try:
+        return installed_option_strings(venv_path)
+    except (SglangSourceError, IOError, OSError) as exc:
+        warnings.append('the SGLang options in %s were not read (%s): the fusion verdict names no switch'
+                        % (venv_path, exc))
+        return None
 
 
 def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):

@@ -195,7 +195,6 @@ errors:
   elements: str
 '''
 
-import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -210,6 +209,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
 )
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
     SourceTree,
+    find_site_packages,
     read_server_options,
     sglang_version,
 )
@@ -221,13 +221,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote im
 _PACKAGE = 'sglang'
 _SERVER_ARGS = os.path.join(_PACKAGE, 'srt', 'server_args.py')
 _SERVER_ARGS_MODULE = 'sglang.srt.server_args'
-
-
-def _find_site_packages(venv_path):
-    """The site-packages folder of the venv that holds the sglang package, or None."""
-    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _PACKAGE)))
-    candidates = [c for c in candidates if os.path.isdir(c)]
-    return os.path.dirname(candidates[-1]) if candidates else None
 
 
 def _hide_secret_looking_values(module, *layers):
@@ -264,7 +257,7 @@ def main():
         installed = os.path.isfile(path)
         sources = SourceTree(site_packages, overrides={_SERVER_ARGS_MODULE: path})
     else:
-        site_packages = _find_site_packages(params['venv_path'])
+        site_packages = find_site_packages(params['venv_path'])
         installed = site_packages is not None
         path = os.path.join(site_packages, _SERVER_ARGS) if installed else None
         sources = SourceTree(site_packages) if installed else None

@@ -38,11 +38,45 @@ def _pair_summary(matrix, pairs, good):
     return bad
 
 
-def advise(facts, tp_size=None, flashinfer_version=None):
+# How each SGLang release spells the allreduce fusion's switches: 0.5.9 turns it on with
+# --enable-flashinfer-allreduce-fusion (and for some models by itself); 0.5.23 deprecates that
+# for --flashinfer-allreduce-fusion-backend and adds a switch that keeps it off whatever the model.
+FUSION_ON_FLAGS = ('--flashinfer-allreduce-fusion-backend', '--enable-flashinfer-allreduce-fusion')
+FUSION_OFF_FLAG = '--enforce-disable-flashinfer-allreduce-fusion'
+
+
+def fusion_flags(server_flags):
+    """The flags that turn the fusion on and keep it off in the SGLang whose option strings are given.
+
+    ``on`` is the first of FUSION_ON_FLAGS the release has; ``off`` is None when the release has
+    no such switch (leaving the ``on`` flag out is then all it takes). None when unknown.
+    """
+    if server_flags is None:
+        return None
+    flags = set(server_flags)
+    on = [flag for flag in FUSION_ON_FLAGS if flag in flags]
+    return {"on": on[0] if on else None, "off": FUSION_OFF_FLAG if FUSION_OFF_FLAG in flags else None}
+
+
+def _fusion_switch_reason(fusion, switches):
+    if switches is None:
+        return None
+    if fusion and switches["on"]:
+        value = "=auto" if switches["on"] == FUSION_ON_FLAGS[0] else ""
+        return "this SGLang turns it on with %s%s" % (switches["on"], value)
+    if not fusion and switches["off"]:
+        return "this SGLang keeps it off whatever the model's defaults with %s" % switches["off"]
+    if not fusion and switches["on"]:
+        return "this SGLang has no switch that forces it off: leave %s out" % switches["on"]
+    return None
+
+
+def advise(facts, tp_size=None, flashinfer_version=None, server_flags=None):
     """Recommended NCCL environment, SGLang flags and the allreduce-fusion verdict, with reasons.
 
     Each rule only fires on evidence; where an input is missing the reason says
-    so rather than assuming the better or the worse case.
+    so rather than assuming the better or the worse case. ``server_flags``: the option strings
+    of the installed SGLang, so that the verdict names the switch that release understands.
     """
     env = {}
     args = {}
@@ -54,9 +88,11 @@ def advise(facts, tp_size=None, flashinfer_version=None):
     p2p = facts["all_pairs_p2p"]
     weakest = facts["weakest_link"]
 
+    switches = fusion_flags(server_flags)
     if count == 0:
         return {"tp_size": tp, "recommended_env": env, "recommended_sglang_args": args,
-                "allreduce_fusion_advised": False, "reasons": ["no GPU found: nothing to advise"]}
+                "allreduce_fusion_advised": False, "allreduce_fusion_flags": switches,
+                "reasons": ["no GPU found: nothing to advise"]}
     if tp > count:
         reasons.append("tp_size %d is larger than the %d GPUs on this node; tensor parallelism across nodes "
                        "needs a network transport and is not judged here" % (tp, count))
@@ -150,11 +186,12 @@ def advise(facts, tp_size=None, flashinfer_version=None):
                                   else "the pinned 0.6.3 is older"))
             else:
                 why_not.append("%s: FlashInfer's TRT-LLM allreduce kernels support SM90 and SM100 only" % arch)
+    switch = _fusion_switch_reason(fusion, switches)
     if fusion:
-        reasons.append("allreduce fusion advised: P2P on every pair, TP %d, supported architecture; measure it "
-                       "against the unfused server before keeping it" % tp)
+        reasons.append("allreduce fusion advised: P2P on every pair, TP %d, supported architecture; %smeasure it "
+                       "against the unfused server before keeping it" % (tp, (switch + "; ") if switch else ""))
     else:
-        reasons.append("allreduce fusion not advised: " + "; ".join(why_not))
+        reasons.append("allreduce fusion not advised: " + "; ".join(why_not + ([switch] if switch else [])))
 
     return {"tp_size": tp, "recommended_env": env, "recommended_sglang_args": args,
-            "allreduce_fusion_advised": fusion, "reasons": reasons}
+            "allreduce_fusion_advised": fusion, "allreduce_fusion_flags": switches, "reasons": reasons}

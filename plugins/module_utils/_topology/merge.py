@@ -26,7 +26,7 @@ def sysfs_links(sysfs_gpus, link_class):
 
 def build_facts(topo=None, p2p_read=None, p2p_write=None, query=None, xml=None, sysfs_gpus=None,
                 sysfs_links_matrix=None, rdma_devices=None, sources=None, tp_size=None,
-                flashinfer_version=None, warnings=None):
+                flashinfer_version=None, warnings=None, server_flags=None):
     """Merge parsed inputs into the nccl_topology facts and add the advice.
 
     Precedence where inputs overlap: query-gpu for identity (names, bus ids,
@@ -162,7 +162,7 @@ def build_facts(topo=None, p2p_read=None, p2p_write=None, query=None, xml=None, 
         "sources": dict(sources or {}),
         "warnings": warnings,
     }
-    facts.update(advise(facts, tp_size=tp_size, flashinfer_version=flashinfer_version))
+    facts.update(advise(facts, tp_size=tp_size, flashinfer_version=flashinfer_version, server_flags=server_flags))
     return facts
 
 

@@ -8,6 +8,10 @@ import sys
 
 import pytest
 
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+    SourceTree,
+    read_server_options,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     TopologyError,
 )
@@ -397,6 +401,10 @@ def test_a_newer_flashinfer_does_not_make_fusion_work_without_p2p():
 
 
 def nvlink_facts(sm, tp=None, flashinfer_version=None, p2p="OK"):
+    return build_facts(**dict(nvlink_inputs(sm, p2p), tp_size=tp, flashinfer_version=flashinfer_version))
+
+
+def nvlink_inputs(sm, p2p="OK"):
     count = 4
     topo = {"gpu_links": [["X" if a == b else "NV18" for b in range(count)] for a in range(count)],
             "gpu_rows": [{"cpu_affinity": "0-63", "numa_node": 0}] * count, "nic_names": ["mlx5_0"],
@@ -405,7 +413,7 @@ def nvlink_facts(sm, tp=None, flashinfer_version=None, p2p="OK"):
     query = {"gpus": [{"index": i, "name": "GPU", "pci_bus_id": "0000:%02x:00.0" % (i + 1),
                        "compute_capability": "%d.%d" % (sm // 10, sm % 10), "sm": sm, "memory_mib": 1,
                        "power_limit_w": 1.0} for i in range(count)], "warnings": []}
-    return build_facts(topo=topo, p2p_read=p2p_matrix, query=query, tp_size=tp, flashinfer_version=flashinfer_version)
+    return {"topo": topo, "p2p_read": p2p_matrix, "query": query}
 
 
 @pytest.mark.parametrize("sm, tp, flashinfer, p2p, advised", [
@@ -552,3 +560,41 @@ def test_nccl_xml_links_follow_the_pci_tree_as_nvidia_smi_does():
     assert links[0][3] == "PHB"   # only the CPU
     assert links[0][4] == "SYS"   # another NUMA node
     assert all(links[a][b] == links[b][a] for a in range(5) for b in range(5))
+
+
+# --- the fusion's switches, as each real release spells them ---------------------------------
+
+def release_flags(version):
+    sources = SourceTree(os.path.join(os.path.dirname(__file__), "fixtures", "sglang", version), suffix=".txt")
+    return sorted(read_server_options(sources)["spec"]["option_strings"])
+
+
+def test_without_p2p_the_verdict_names_the_switch_that_keeps_fusion_off_in_todays_sglang():
+    # On the seed's VM SGLang 0.5.23 with a FlashInfer that builds SM12x could turn fusion on for
+    # a model by itself: the verdict says how to keep it off, in that release's own words.
+    facts = seed_facts(flashinfer_version="0.7.2", server_flags=release_flags("0.5.23"))
+    assert facts["allreduce_fusion_advised"] is False
+    assert facts["allreduce_fusion_flags"] == {"on": "--flashinfer-allreduce-fusion-backend",
+                                               "off": "--enforce-disable-flashinfer-allreduce-fusion"}
+    verdict = [reason for reason in facts["reasons"] if "allreduce fusion not advised" in reason][0]
+    assert verdict.endswith("this SGLang keeps it off whatever the model's defaults with "
+                            "--enforce-disable-flashinfer-allreduce-fusion")
+
+
+def test_the_seed_release_has_no_off_switch_and_the_verdict_says_to_leave_the_flag_out():
+    facts = seed_facts(server_flags=release_flags("0.5.9"))
+    assert facts["allreduce_fusion_flags"] == {"on": "--enable-flashinfer-allreduce-fusion", "off": None}
+    verdict = [reason for reason in facts["reasons"] if "allreduce fusion not advised" in reason][0]
+    assert verdict.endswith("this SGLang has no switch that forces it off: leave --enable-flashinfer-allreduce-fusion out")
+
+
+def test_where_fusion_is_advised_the_verdict_names_the_releases_switch_to_turn_it_on():
+    facts = build_facts(**dict(nvlink_inputs(90), server_flags=release_flags("0.5.23")))
+    assert facts["allreduce_fusion_advised"] is True
+    assert "this SGLang turns it on with --flashinfer-allreduce-fusion-backend=auto" in " ".join(facts["reasons"])
+
+
+def test_without_the_releases_options_the_verdict_names_no_switch():
+    facts = seed_facts()
+    assert facts["allreduce_fusion_flags"] is None
+    assert not any("this SGLang" in reason for reason in facts["reasons"])
