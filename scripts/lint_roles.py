@@ -200,6 +200,34 @@ def check_secret_lists(root):
     return problems
 
 
+# The server's arguments are merged in one place for readers without the installed SGLang
+# (plugins/module_utils/_server_arguments.py) and in one with it (the validator's layers).
+ARGUMENT_MERGERS = ('plugins/module_utils/_server_arguments.py', 'plugins/module_utils/_sglang_server_args.py')
+# Jinja laying the extra arguments over the arguments, and Python updating a mapping with them.
+JINJA_ARGUMENT_MERGE = re.compile(r'combine\([^)]*sglang_server_extra_args')
+PYTHON_ARGUMENT_MERGE = re.compile(r'\.update\([^)]*extra_args')
+
+
+def check_argument_merges(root, files):
+    """A second merge of the server's arguments drifts from the first: read _server_arguments."""
+    problems = []
+    for path, text in files:
+        for number, line in enumerate(text.splitlines(), 1):
+            if JINJA_ARGUMENT_MERGE.search(line):
+                problems.append('%s:%d merges sglang_server_extra_args itself: use the filters inferops.serving.'
+                                'server_port / tp_size or sglang_server_deployment' % (os.path.relpath(path, root), number))
+    for path in python_files(root, 'plugins'):
+        relative = os.path.relpath(path, root)
+        if relative in ARGUMENT_MERGERS:
+            continue
+        with open(path) as handle:
+            for number, line in enumerate(handle.read().splitlines(), 1):
+                if PYTHON_ARGUMENT_MERGE.search(line):
+                    problems.append('%s:%d merges the extra arguments itself: use _server_arguments.'
+                                    'effective_arguments' % (relative, number))
+    return problems
+
+
 def _yaml_value(value, indent):
     text = yaml.safe_dump(value, default_flow_style=False, sort_keys=False, width=100)
     if text.endswith('...\n'):
@@ -249,6 +277,7 @@ def main(argv):
     problems += check_private(root, names, files)
     problems += check_module_utils_size(root)
     problems += check_secret_lists(root)
+    problems += check_argument_merges(root, files)
     for problem in problems:
         print(problem)
     if problems:

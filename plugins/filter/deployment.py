@@ -13,6 +13,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._deployment impor
     patch_state,
     tensor_parallel_size,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+    ServerArgumentsError,
+    server_port as _server_port,
+)
 
 
 def deployment_fingerprint(stack, server):
@@ -29,10 +33,18 @@ def tp_size(args, extra_args=None):
         raise AnsibleFilterError('sglang_server_args / sglang_server_extra_args: %s' % exc)
 
 
+def server_port(args, extra_args=None, default=None):
+    try:
+        return _server_port(args, extra_args, default)
+    except ServerArgumentsError as exc:
+        raise AnsibleFilterError('sglang_server_args / sglang_server_extra_args: %s' % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'deployment_fingerprint': deployment_fingerprint,
             'tp_size': tp_size,
+            'server_port': server_port,
             'patch_state_on_disk': patch_state,
         }

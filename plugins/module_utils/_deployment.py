@@ -15,40 +15,30 @@ __metaclass__ = type
 import hashlib
 import json
 
-# Names SGLang accepts for the tensor-parallel size (argparse also takes the prefix `tp`).
-TP_FLAGS = ('tp', 'tp-size', 'tensor-parallel-size')
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+    ServerArgumentsError,
+    effective_arguments,
+    whole_number,
+)
 
 
 class DeploymentError(Exception):
     """A published fact that lacks what the fingerprint needs."""
 
 
-def _flag(key):
-    return ('%s' % key).lstrip('-').replace('_', '-')
-
-
 def tensor_parallel_size(*layers):
     """The tensor-parallel size the server arguments ask for, later layers winning; None if unset.
 
-    Each layer is a mapping flag -> value as in sglang_server_args; ``false`` or ``null`` in a
-    later layer removes the flag, as the server role does.
+    Each layer is a mapping flag -> value as in sglang_server_args, merged as the server role
+    merges them (``_server_arguments.effective_arguments``).
     """
-    size = None
-    for layer in layers:
-        for key in (layer or {}):
-            if _flag(key) not in TP_FLAGS:
-                continue
-            value = layer[key]
-            if value is None or value is False:
-                size = None
-            elif isinstance(value, bool):
-                raise DeploymentError('--%s needs a number, got true' % _flag(key))
-            else:
-                try:
-                    size = int('%s' % value)
-                except ValueError:
-                    raise DeploymentError('--%s needs a whole number, got %r' % (_flag(key), value))
-    return size
+    value = effective_arguments(*layers).get('tp-size')
+    if value is None:
+        return None
+    try:
+        return whole_number('tp-size', value)
+    except ServerArgumentsError as exc:
+        raise DeploymentError(str(exc))
 
 
 def fingerprint_inputs(stack, server):

@@ -21,6 +21,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     SECRET_ENV_NAMES,
     flag_looks_secret,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import effective_arguments, flag_name
 
 ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 # PEP 440, the forms a pin uses (release, pre/post/dev, local).
@@ -315,14 +316,15 @@ def sglang_server_errors(v):
 
 def _model_path(name, args, extra):
     """An empty --model-path deploys a server that cannot load anything."""
-    merged = dict(args)
-    merged.update(extra if isinstance(extra, dict) else {})
-    for key in ('model-path', 'model', '--model-path', '--model', 'model_path'):
-        if key in merged:
-            value = merged[key]
-            if value is None or value is False or (isinstance(value, str) and not value.strip()):
-                return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
-                        % (name, key, show(value))]
+    layers = [args, extra if isinstance(extra, dict) else {}]
+    written = [(key, value) for layer in layers for key, value in layer.items() if flag_name(key) == 'model-path']
+    if not written:
+        return []
+    value = effective_arguments(*layers).get('model-path')
+    if value is None or (isinstance(value, str) and not value.strip()):
+        key, raw = written[-1]
+        return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
+                % (name, key, show(raw))]
     return []
 
 

@@ -22,6 +22,7 @@ import difflib
 import json
 
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import SERVER_SECRET_DESTS
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import is_loopback, server_address
 from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import (
     SystemdQuoteError,
     systemd_quote,
@@ -420,10 +421,16 @@ def server_endpoint(spec, merged, defaults):
     served = pick('--served-model-name', 'served_model_name') or model_path
     tp_size = pick('--tp-size', 'tp_size')
     port = pick('--port', 'port')
-    return {
-        'host': pick('--host', 'host'),
-        'port': _whole(port) if port is not None else None,
+    result = {
         'model_path': model_path,
         'served_model_name': served,
         'tp_size': _whole(tp_size) if tp_size is not None else None,
     }
+    host = pick('--host', 'host')
+    port = _whole(port) if port is not None else None
+    if port is None:
+        # A port that is not a number was refused by the checks: there is nothing to probe.
+        result.update(host=host, port=None, url=None, loopback=is_loopback(host))
+    else:
+        result.update(server_address(host, port))
+    return result

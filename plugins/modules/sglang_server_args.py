@@ -148,14 +148,24 @@ option_count:
   sample: 531
 host:
   description: Address the server will bind to (SGLang's default when not set).
-  returned: when validated
+  returned: when validated, or SGLang is missing and O(allow_missing) is set
   type: str
   sample: 0.0.0.0
 port:
   description: Port the server will listen on (SGLang's default when not set).
-  returned: when validated
+  returned: when validated, or SGLang is missing and O(allow_missing) is set
   type: int
   sample: 8000
+url:
+  description: Where the server answers from the node itself (a wildcard address probed on loopback).
+  returned: when validated, or SGLang is missing and O(allow_missing) is set
+  type: str
+  sample: http://127.0.0.1:8000
+loopback:
+  description: Whether only the node itself can reach the server (it binds to a loopback address).
+  returned: when validated, or SGLang is missing and O(allow_missing) is set
+  type: bool
+  sample: false
 model_path:
   description: Model the server will load.
   returned: when validated
@@ -199,6 +209,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import flag_looks_secret
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+    ServerArgumentsError,
+    effective_arguments,
+    server_address,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
     SglangServerArgsError,
@@ -268,12 +283,12 @@ def main():
         if not params['allow_missing']:
             module.fail_json(msg=message, **result)
         try:
-            merged = argv_from_topology(params['recommended_args'])
-            merged.update(params['args'])
-            merged.update(params['extra_args'])
+            merged = effective_arguments(argv_from_topology(params['recommended_args']), params['args'],
+                                         params['extra_args'])
             result['argv'] = render_argv(merged)
             result['exec_args'] = systemd_command_line(result['argv'])
-        except (SglangServerArgsError, SystemdQuoteError) as exc:
+            result.update(server_address(merged.get('host'), merged.get('port')))
+        except (SglangServerArgsError, SystemdQuoteError, ServerArgumentsError) as exc:
             module.fail_json(msg=str(exc), **result)
         result['args'] = merged
         module.warn(message + '; the arguments were not validated')

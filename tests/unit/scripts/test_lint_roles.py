@@ -136,3 +136,19 @@ def test_code_that_uses_a_secret_without_listing_names_passes(tree_with_plugins)
     workers = tree_with_plugins / 'plugins' / 'module_utils' / '_sglang_router_workers.py'
     append(workers, "\n\ndef _body(api_key):\n    secret = {'api_key': api_key}\n    return secret\n")
     assert '_sglang_router_workers.py' not in lint(tree_with_plugins).stdout
+
+
+def test_a_second_merge_of_the_server_arguments_fails(tree_with_plugins):
+    # The template's merge before it read the server_port filter, and a Python copy of the layering.
+    template = tree_with_plugins / 'roles' / 'monitoring' / 'templates' / 'prometheus.yml.j2'
+    append(template, "{{ (hostvars[host]['sglang_server_args'] | default({}))"
+                     " | combine(hostvars[host]['sglang_server_extra_args'] | default({})) }}\n")
+    inputs = tree_with_plugins / 'plugins' / 'module_utils' / '_inputs.py'
+    append(inputs, "\n\ndef _port(args, extra_args):\n    merged = dict(args)\n    merged.update(extra_args)\n"
+                   "    return merged.get('port')\n")
+    result = lint(tree_with_plugins)
+    assert result.returncode == 1
+    assert ('roles/monitoring/templates/prometheus.yml.j2:%d merges sglang_server_extra_args itself'
+            % line_count(template)) in result.stdout
+    assert ('plugins/module_utils/_inputs.py:%d merges the extra arguments itself: use _server_arguments.'
+            'effective_arguments' % (line_count(inputs) - 1)) in result.stdout

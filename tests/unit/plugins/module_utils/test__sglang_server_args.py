@@ -163,11 +163,14 @@ def test_real_source_field_defaults_give_the_endpoint(real_source, real_spec):
     bare = build_server_command(real_spec, {'model-path': 'org/model'})
     assert server_endpoint(real_spec, bare['canonical_args'], defaults) == {
         'host': defaults['host'], 'port': defaults['port'], 'model_path': 'org/model',
-        'served_model_name': 'org/model', 'tp_size': defaults['tp_size']}
+        'served_model_name': 'org/model', 'tp_size': defaults['tp_size'],
+        'url': 'http://127.0.0.1:30000', 'loopback': True}
     seed = build_server_command(real_spec, SEED_ARGS)
     endpoint = server_endpoint(real_spec, seed['canonical_args'], defaults)
     assert (endpoint['host'], endpoint['port'], endpoint['served_model_name'], endpoint['tp_size']) == (
         '0.0.0.0', 8000, 'glm-5', 8)
+    # Bound to every interface: the node reaches it on loopback, and others can too.
+    assert (endpoint['url'], endpoint['loopback']) == ('http://127.0.0.1:8000', False)
 
 
 def test_synthetic_choices_resolve_names_starred_sets_and_imported_class_keys(synthetic_spec):

@@ -84,7 +84,9 @@ def test_missing_sglang_fails_unless_allowed(tmp_path, capsys):
     result = _run(capsys, {'venv_path': str(tmp_path), 'args': {'model': 'm', 'x': True}, 'allow_missing': True})
     assert result.get('failed') is not True
     assert result['validated'] is False
-    assert result['argv'] == ['--model', 'm', '--x']
+    # Merged as the other readers merge them (_server_arguments), with its names for the aliases.
+    assert result['argv'] == ['--model-path', 'm', '--x']
+    assert (result['port'], result['url'], result['loopback']) == (30000, 'http://127.0.0.1:30000', True)
 
 
 def test_only_secret_values_are_masked(venv, capsys):
