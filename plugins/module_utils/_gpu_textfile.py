@@ -28,8 +28,12 @@ QUERY_FIELDS = ("index", "pci.bus_id", "name", "power.draw", "power.limit", "uti
 MIB = 1024 * 1024
 
 # `NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.`; drivers before R450
-# leave out the `PCI:` prefix, and the kernel may prefix its timestamp.
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.([0-7]))?\): (\d+)")
+# leave out the `PCI:` prefix, the kernel may prefix its timestamp, and an error inside a MIG
+# instance names it after the bus (`PCI:0000:01:00 GPU-I:05`).
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.([0-7]))?"
+                  r"(?: GPU-I:[0-9a-fA-F]+)?\): (\d+)(?:, *([^\n]*))?")
+# `[ 1843.101203]` (dmesg, journalctl -o short-monotonic, syslog after `kernel:`): seconds since boot.
+_UPTIME = re.compile(r"\[\s*(\d+\.\d+)\]")
 # Newer drivers print a GPU that fell off the bus without an Xid line, over several lines.
 _FALLEN_OFF = re.compile(r"NVRM: The NVIDIA GPU ([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])[^\n]*\n"
                          r"(?:[^\n]*\n){0,3}?[^\n]*fallen off the bus")
@@ -108,18 +112,56 @@ def parse_gpu_query(text):
     return gpus
 
 
+def _uptime_before(text, position):
+    """Seconds since boot stamped on the line that holds ``position``, or None."""
+    line = text[text.rfind("\n", 0, position) + 1:position]
+    stamps = _UPTIME.findall(line)
+    return float(stamps[-1]) if stamps else None
+
+
+def xid_events(kernel_log):
+    """The NVIDIA Xid events of a kernel log, in log order.
+
+    Each is a dict: ``bus_id`` (``0000:3b:00.0``), ``xid``, ``detail`` (the driver's text after
+    the code), ``uptime`` (seconds since boot from the line's timestamp, None without one) and
+    ``inferred``: True for a GPU reported as fallen off the bus without an Xid line, which
+    stands for Xid 79.
+    """
+    text = kernel_log or ""
+    found = []
+    for match in _XID.finditer(text):
+        found.append((match.start(), {
+            "bus_id": normalize_bus_id("%s.%s" % (match.group(1), match.group(2) or "0")),
+            "xid": int(match.group(3)),
+            "detail": (match.group(4) or "").strip(),
+            "uptime": _uptime_before(text, match.start()),
+            "inferred": False,
+        }))
+    for match in _FALLEN_OFF.finditer(text):
+        found.append((match.start(), {
+            "bus_id": normalize_bus_id(match.group(1)),
+            "xid": XID_FALLEN_OFF_THE_BUS,
+            "detail": "fallen off the bus and is not responding to commands",
+            "uptime": _uptime_before(text, match.start()),
+            "inferred": True,
+        }))
+    return [event for _position, event in sorted(found, key=lambda item: item[0])]
+
+
 def count_xids(kernel_log):
     """{(bus_id, xid): count} of the NVIDIA Xid lines in a kernel log.
 
     A GPU reported as fallen off the bus without an Xid line counts as Xid 79 once.
     """
     counts = {}
-    for match in _XID.finditer(kernel_log or ""):
-        bus_id = normalize_bus_id("%s.%s" % (match.group(1), match.group(2) or "0"))
-        key = (bus_id, int(match.group(3)))
-        counts[key] = counts.get(key, 0) + 1
-    for match in _FALLEN_OFF.finditer(kernel_log or ""):
-        key = (normalize_bus_id(match.group(1)), XID_FALLEN_OFF_THE_BUS)
+    inferred = []
+    for event in xid_events(kernel_log):
+        key = (event["bus_id"], event["xid"])
+        if event["inferred"]:
+            inferred.append(key)
+        else:
+            counts[key] = counts.get(key, 0) + 1
+    for key in inferred:
         counts.setdefault(key, 1)
     return counts
 
