@@ -16,6 +16,7 @@ import os
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import (
+    LAYER_CODE_PATHS,
     STACK_ROLES,
     code_digest,
     inputs_fingerprint,
@@ -39,7 +40,7 @@ def _plain(value):
 
 class ActionModule(ActionBase):
 
-    _VALID_ARGS = frozenset(('state', 'path', 'history', 'fingerprint', 'files', 'packages', 'venv',
+    _VALID_ARGS = frozenset(('state', 'path', 'history', 'fingerprint', 'layers', 'files', 'packages', 'venv',
                              'distributions', 'service'))
 
     def _role_file(self, role, *parts):
@@ -54,24 +55,29 @@ class ActionModule(ActionBase):
         except Exception:  # any template error: the value is what it is in both plan and record
             return UNRESOLVED
 
-    def fingerprint(self, task_vars):
-        names = []
+    def fingerprints(self, task_vars):
+        """The stack's inputs fingerprint, and each layer's own (LAYER_CODE_PATHS)."""
+        names = {}
         defaults = {}
         for role in STACK_ROLES:
             specs = (self._role_file(role, 'meta', 'argument_specs.yml') or {}).get('argument_specs') or {}
-            names += sorted(((specs.get('main') or {}).get('options') or {}).keys())
+            names[role] = sorted(((specs.get('main') or {}).get('options') or {}).keys())
             defaults.update(self._role_file(role, 'defaults', 'main.yml') or {})
         variables = dict(defaults)
         variables.update(task_vars)
         templar = self._templar.copy_with_new_env(available_variables=variables)
-        resolved = dict((name, self._resolve(templar, name)) for name in names)
-        return inputs_fingerprint(resolved, code_digest(COLLECTION_ROOT))
+        resolved = dict((name, self._resolve(templar, name)) for role in STACK_ROLES for name in names[role])
+        layers = dict((layer, inputs_fingerprint(dict((name, resolved[name]) for name in names[layer]),
+                                                 code_digest(COLLECTION_ROOT, paths)))
+                      for layer, paths in LAYER_CODE_PATHS.items())
+        return inputs_fingerprint(resolved, code_digest(COLLECTION_ROOT)), layers
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         args = dict(self._task.args)
         if not args.get('fingerprint'):
-            args['fingerprint'] = self.fingerprint(task_vars or {})
+            args['fingerprint'], layers = self.fingerprints(task_vars or {})
+            args.setdefault('layers', layers)
         result.update(self._execute_module(module_name='inferops.serving.deploy_state', module_args=args,
                                            task_vars=task_vars))
         return result

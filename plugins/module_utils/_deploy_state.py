@@ -36,6 +36,9 @@ RECORD_FORMAT = 1
 CODE_PATHS = ('roles/gpu_vm', 'roles/sglang', 'roles/sglang_server', 'roles/serving/tasks/converge.yml', 'plugins')
 # The roles whose documented variables make the stack.
 STACK_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
+# Layers a converge can leave alone when their own inputs are those of the last healthy
+# converge and the node is as it left them: the code each depends on (the plugins it runs).
+LAYER_CODE_PATHS = {'gpu_vm': ('roles/gpu_vm', 'plugins')}
 # A long drift list helps nobody: the first few name the problem.
 MAX_REASONS_PER_KIND = 5
 
@@ -181,11 +184,15 @@ def observe(spec, read_text, service_state):
     }
 
 
-def new_record(fingerprint, spec, observed):
-    """The record a healthy converge leaves: what it was given and what it left."""
+def new_record(fingerprint, spec, observed, layers=None):
+    """The record a healthy converge leaves: what it was given and what it left.
+
+    ``layers``: layer name -> the fingerprint of that layer's own inputs (see ``same_layers``).
+    """
     return {
         'format': RECORD_FORMAT,
         'fingerprint': fingerprint,
+        'layers': dict(layers or {}),
         'files': observed['files'],
         'packages': observed['packages'],
         'venv': spec.get('venv') or None,
@@ -270,6 +277,15 @@ def changed_files(record, observed):
 def stored_name(path):
     """The name a file's copy has in a snapshot folder."""
     return hashlib.sha256(path.encode('utf-8')).hexdigest()[:32]
+
+
+def same_layers(record, fingerprint, layers, observed):
+    """The layers a converge may leave alone: the node is as the record says apart from its inputs,
+    and these layers' own inputs (``layers``: name -> fingerprint) are the recorded ones."""
+    if not record or drift(record, record.get('fingerprint'), observed):
+        return []
+    recorded = record.get('layers') or {}
+    return sorted(name for name, layer in (layers or {}).items() if layer and recorded.get(name) == layer)
 
 
 def plan_state(record, fingerprint, observed, deployed_before):

@@ -57,6 +57,11 @@ options:
   fingerprint:
     description: The inputs fingerprint (filled in by the action plugin when not given).
     type: str
+  layers:
+    description:
+      - Layer name to the fingerprint of that layer's own inputs (filled in by the action plugin when not
+        given); V(present) records them, V(query) says which layers a converge may leave alone.
+    type: dict
   files:
     description: Files whose checksums the record keeps (V(present)); a relative path is one inside the site-packages of O(venv).
     type: list
@@ -120,6 +125,13 @@ snapshot:
   description: Whether the files were kept (O(state=snapshot)).
   returned: always
   type: bool
+same_layers:
+  description:
+    - With O(state=query), the layers (V(gpu_vm)) a converge may leave alone - the node is as its record says
+      apart from its inputs, and these layers' own inputs are those of the last healthy converge.
+  returned: always
+  type: list
+  elements: str
 same_inputs:
   description:
     - With O(state=snapshot), whether the files were kept and the record names this run's inputs: the node
@@ -154,6 +166,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deploy_state imp
     record_spec,
     record_text,
     restore_blockers,
+    same_layers,
     stored_name,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._node_lock import write_atomically
@@ -238,6 +251,7 @@ def main():
             path=dict(type='path', default='/var/lib/inferops-serving/deployed.json'),
             history=dict(type='path', default='/var/lib/sglang/history.jsonl'),
             fingerprint=dict(type='str'),
+            layers=dict(type='dict', default={}),
             files=dict(type='list', elements='path', default=[]),
             packages=dict(type='list', elements='str', default=[]),
             venv=dict(type='path'),
@@ -259,7 +273,7 @@ def main():
             record = None
             text = ''
     result = dict(changed=False, fingerprint=params['fingerprint'], plan='changes', reasons=[],
-                  venv=None, snapshot=False, same_inputs=False, restored=False, files=[])
+                  venv=None, snapshot=False, same_inputs=False, same_layers=[], restored=False, files=[])
     # A venv that still has its interpreter: the plan checks the server arguments against it.
     if record and record.get('venv') and os.path.exists(os.path.join(record['venv'], 'bin', 'python')):
         result['venv'] = record['venv']
@@ -277,6 +291,8 @@ def main():
         observed = observe(record_spec(record), _read_text, _service_state(module)) if record else None
         result['plan'], result['reasons'] = plan_state(record, params['fingerprint'], observed,
                                                        os.path.exists(params['history']))
+        if result['plan'] == 'changes':
+            result['same_layers'] = same_layers(record, params['fingerprint'], params['layers'], observed)
         module.exit_json(**result)
 
     if params['state'] == 'absent':
@@ -288,7 +304,8 @@ def main():
 
     spec = dict((key, params[key]) for key in ('files', 'packages', 'venv', 'distributions', 'service'))
     spec['files'] = absolute_files(spec['files'], spec['venv'])
-    wanted = record_text(new_record(params['fingerprint'], spec, observe(spec, _read_text, _service_state(module))))
+    wanted = record_text(new_record(params['fingerprint'], spec, observe(spec, _read_text, _service_state(module)),
+                                    params['layers']))
     if wanted != text:
         result['changed'] = True
         if not module.check_mode:

@@ -89,3 +89,22 @@ def test_a_snapshot_says_whether_the_record_names_this_runs_inputs(run_module, t
     run_module(state="present", fingerprint="deployed", files=[str(unit)], **where)
     kept = run_module(state="snapshot", fingerprint="inventory-changed-since", **where)
     assert kept["snapshot"] and not kept["same_inputs"], kept
+
+
+def test_a_layer_whose_own_inputs_are_unchanged_may_be_left_alone(run_module, tmp_path):
+    # Only the server's flags changed: the stack's fingerprint differs, the GPU VM layer's does not.
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="flags-a", layers={"gpu_vm": "driver-580"}, files=[str(unit)], **where)
+    planned = run_module(state="query", fingerprint="flags-b", layers={"gpu_vm": "driver-580"}, **where)
+    assert planned["plan"] == "changes" and planned["same_layers"] == ["gpu_vm"], planned
+    # The layer's own inputs changed (another driver branch): it converges.
+    assert run_module(state="query", fingerprint="flags-b", layers={"gpu_vm": "driver-590"}, **where)["same_layers"] == []
+    # The node drifted from its record (a hand edit): every layer converges.
+    unit.write_text("hand edit\n")
+    assert run_module(state="query", fingerprint="flags-b", layers={"gpu_vm": "driver-580"}, **where)["same_layers"] == []
+
+
+def test_a_record_without_layers_leaves_none_alone(run_module, tmp_path):
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="old-release", files=[str(unit)], **where)
+    assert run_module(state="query", fingerprint="new", layers={"gpu_vm": "x"}, **where)["same_layers"] == []
