@@ -20,8 +20,10 @@ import time
 
 MARKER = "@@inferops-allreduce "
 
-# "vm:1319:1319 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"
-_CHANNEL_RE = re.compile(r"NCCL INFO Channel (\d+)/\d+ : (\d+)\[\d+\] -> (\d+)\[\d+\] via (\S+)")
+# "vm:1319:1319 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM"; NCCL's network
+# transport names the side: "Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0".
+_CHANNEL_RE = re.compile(r"NCCL INFO Channel (\d+)/\d+ : (\d+)\[\d+\] -> (\d+)\[\d+\] "
+                         r"(?:\[(?:send|receive)\] )?via (\S+)")
 _VERSION_RE = re.compile(r"NCCL INFO NCCL version (\S+)")
 
 DEFAULT_SIZES = (4096, 1048576, 67108864)
@@ -30,6 +32,7 @@ FAILURE_TEXT = {
     "torch_missing": "torch is not installed for the interpreter the check runs with",
     "no_cuda": "torch sees no CUDA device",
     "gpu_not_visible": "fewer GPUs are visible than the check was asked to use",
+    "bad_argument": "the job was given an argument it cannot use",
     "worker_failed": "a rank of the all-reduce job failed",
     "timeout": "the all-reduce did not finish in time (a hung collective); the process group was killed",
     "wrong_result": "the all-reduce returned wrong sums",
@@ -41,13 +44,33 @@ class AllreduceCheckError(Exception):
     """Output of the job that cannot be read."""
 
 
-def worker_argv(python, worker_path, world_size, sizes, iters, warmup, init_timeout):
-    return [python, worker_path,
+def worker_argv(python, worker_path, world_size, sizes, iters, warmup, init_timeout, inject_wrong=None):
+    argv = [python, worker_path,
             "--world-size", str(int(world_size or 0)),
             "--sizes", ",".join(str(int(size)) for size in sizes),
             "--iters", str(int(iters)),
             "--warmup", str(int(warmup)),
             "--init-timeout", str(int(init_timeout))]
+    if inject_wrong:
+        argv += ["--inject-wrong", "%d:%d" % (int(inject_wrong["rank"]), int(inject_wrong["index"]))]
+    return argv
+
+
+def inject_wrong_problem(inject_wrong, sizes):
+    """Why the module's inject_wrong could never change an element, or None.
+
+    The job itself refuses a rank beyond its ranks; only it knows how many GPUs it sees.
+    """
+    if not inject_wrong:
+        return None
+    if inject_wrong["rank"] < 0 or inject_wrong["index"] < 0:
+        return "inject_wrong.rank and inject_wrong.index must not be negative (got %s and %s)." % (
+            inject_wrong["rank"], inject_wrong["index"])
+    largest = max(max(1, int(size) // 4) for size in sizes)
+    if inject_wrong["index"] >= largest:
+        return ("inject_wrong.index is %d but the largest size holds %d float32 elements; "
+                "name an element below that." % (inject_wrong["index"], largest))
+    return None
 
 
 def run_with_timeout(argv, env, timeout, cwd=None, grace=5.0):
@@ -146,6 +169,9 @@ def summarize(events, nccl, rc, timed_out, timeout):
     devices = [e for e in events if e["event"] == "device"]
     p2p = next((e.get("matrix") for e in events if e["event"] == "p2p"), None)
     world = start.get("world_size") or len(devices)
+    injected = None
+    if start.get("inject_wrong"):
+        injected = {"rank": start["inject_wrong"][0], "index": start["inject_wrong"][1]}
     by_size = {}
     for event in events:
         if event["event"] == "result":
@@ -191,10 +217,15 @@ def summarize(events, nccl, rc, timed_out, timeout):
     elif wrong:
         first = wrong[0]
         failure = {"kind": "wrong_result",
-                   "msg": "%s: %d wrong elements at %d bytes (first: element %s on rank %s, got %s, expected %s)" % (
-                       FAILURE_TEXT["wrong_result"], first["mismatches"], first["bytes"],
+                   "msg": "%s: %d wrong %s at %d bytes (first: element %s on rank %s, got %s, expected %s)" % (
+                       FAILURE_TEXT["wrong_result"], first["mismatches"],
+                       "element" if first["mismatches"] == 1 else "elements", first["bytes"],
                        first["first_mismatch"]["index"], first["first_mismatch"]["rank"],
                        first["first_mismatch"]["got"], first["first_mismatch"]["expected"])}
+        if injected:
+            # Nobody reading a history entry later should take a planted fault for the hardware's.
+            failure["msg"] += "; inject_wrong was set: element %d of rank %d was made wrong on purpose" % (
+                injected["index"], injected["rank"])
     elif not done or rc != 0 or not results:
         failure = {"kind": "no_output", "msg": "%s (exit code %s)" % (FAILURE_TEXT["no_output"], rc)}
     return {
@@ -213,6 +244,7 @@ def summarize(events, nccl, rc, timed_out, timeout):
         "connections": nccl.get("connections", []),
         "results": results,
         "timed_out": bool(timed_out),
+        "inject_wrong": injected,
     }
 
 

@@ -77,6 +77,25 @@ options:
     description:
       - File to write the job's full output to (NCCL's log included), kept as evidence.
     type: path
+  inject_wrong:
+    description:
+      - Meant only for proving the check itself: after the first all-reduce of every size
+        that holds element O(inject_wrong.index), rank O(inject_wrong.rank) adds 1 to that
+        element of its result before the comparison, so a check that works must report
+        exactly that element as wrong (C(wrong_result), one wrong element per such size).
+      - The facts name the injection and the failure message says the element was made
+        wrong on purpose. Never set it where the result decides anything.
+      - A rank the job does not have is refused by the job (C(bad_argument)).
+    type: dict
+    suboptions:
+      rank:
+        description: Rank (GPU index within the job) whose result gets the wrong element.
+        type: int
+        required: true
+      index:
+        description: Element (float32) of that rank's result to change; below the largest size's element count.
+        type: int
+        required: true
   fail_on_error:
     description:
       - Fail the task when the check did not pass. With C(false) the task succeeds and the
@@ -110,6 +129,14 @@ EXAMPLES = r'''
     log_path: /var/lib/sglang/allreduce-check.log
   register: __allreduce
 
+- name: Prove the check finds a wrong element (element 777 of rank 1 is changed on purpose)
+  inferops.serving.nccl_allreduce_check:
+    inject_wrong:
+      rank: 1
+      index: 777
+    fail_on_error: false
+  register: __allreduce_proof
+
 - name: Say whether P2P works between every pair
   ansible.builtin.debug:
     msg: "{{ ansible_facts['nccl_allreduce_check']['p2p_all_pairs'] }}"
@@ -131,7 +158,7 @@ ansible_facts:
         failure:
           description:
             - Null when C(ok) is true, else C(kind) (torch_missing, no_cuda, gpu_not_visible,
-              worker_failed, timeout, wrong_result, no_output) and C(msg).
+              bad_argument, worker_failed, timeout, wrong_result, no_output) and C(msg).
           type: dict
         world_size:
           description: Number of ranks (GPUs) in the job.
@@ -179,6 +206,9 @@ ansible_facts:
         timed_out:
           description: The job was killed at O(timeout).
           type: bool
+        inject_wrong:
+          description: C(rank) and C(index) of the element made wrong on purpose (O(inject_wrong)); null when none was.
+          type: dict
 evidence:
   description: One line per size (state, latency, bus bandwidth), the P2P matrix and the transports.
   returned: always
@@ -210,6 +240,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._nccl_allreduce i
     DEFAULT_SIZES,
     MARKER,
     evidence,
+    inject_wrong_problem,
     parse_events,
     parse_nccl_log,
     run_with_timeout,
@@ -231,6 +262,10 @@ def main():
             environment=dict(type='dict', default={}),
             nccl_debug=dict(type='bool', default=True),
             log_path=dict(type='path'),
+            inject_wrong=dict(type='dict', options=dict(
+                rank=dict(type='int', required=True),
+                index=dict(type='int', required=True),
+            )),
             fail_on_error=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
@@ -246,6 +281,9 @@ def main():
         module.fail_json(msg="world_size and warmup must not be negative and sizes must list byte counts of at "
                              "least 4 (got world_size=%s, warmup=%s, sizes=%s)."
                              % (params['world_size'], params['warmup'], params['sizes']))
+    problem = inject_wrong_problem(params['inject_wrong'], params['sizes'])
+    if problem:
+        module.fail_json(msg=problem)
 
     worker = os.path.join(module.tmpdir, 'nccl_allreduce_worker.py')
     with open(worker, 'w') as handle:
@@ -255,7 +293,7 @@ def main():
         env.update(NCCL_DEBUG='INFO', NCCL_DEBUG_SUBSYS='INIT,ENV')
     env.update((str(key), str(value)) for key, value in params['environment'].items())
     argv = worker_argv(params['python'], worker, params['world_size'], params['sizes'], params['iters'],
-                       params['warmup'], params['init_timeout'])
+                       params['warmup'], params['init_timeout'], params['inject_wrong'])
     run = run_with_timeout(argv, env, params['timeout'], cwd=module.tmpdir)
     if params['log_path']:
         with open(params['log_path'], 'w') as handle:

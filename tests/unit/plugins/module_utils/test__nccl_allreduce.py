@@ -22,20 +22,24 @@ from ansible_collections.inferops.serving.plugins.module_utils._nccl_allreduce i
 from ansible_collections.inferops.serving.plugins.module_utils import _nccl_allreduce_worker
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "nccl_allreduce", "h200x2-2026-11-30")
+ONE_GPU = os.path.join(os.path.dirname(__file__), "fixtures", "nccl_allreduce", "h200x1-2026-12-01")
 
 
-def read(name):
-    with open(os.path.join(FIXTURES, name)) as handle:
+def read(name, folder=FIXTURES):
+    with open(os.path.join(folder, name)) as handle:
         return handle.read()
 
 
-def facts_of(log_name, rc=0, timed_out=False):
-    text = read(log_name)
+def facts_of(log_name, rc=0, timed_out=False, folder=FIXTURES):
+    text = read(log_name, folder)
     return summarize(parse_events(text), parse_nccl_log(text), rc, timed_out, 180)
 
 
-def module_facts(name):
-    return json.loads(read(name + ".json"))["ansible_facts"]["nccl_allreduce_check"]
+def module_facts(name, folder=FIXTURES):
+    facts = json.loads(read(name + ".json", folder))["ansible_facts"]["nccl_allreduce_check"]
+    # The 2026-11-30 captures predate inject_wrong; they ran without it.
+    facts.setdefault("inject_wrong", None)
+    return facts
 
 
 @pytest.mark.parametrize("run", ["gpu2_run1", "gpu2_run2"])
@@ -70,7 +74,7 @@ def test_one_gpu_has_no_bus_traffic(run):
 
 def test_gpu_not_visible_names_the_counts():
     result = json.loads(read("not_visible.json"))
-    facts = result["ansible_facts"]["nccl_allreduce_check"]
+    facts = module_facts("not_visible")
     assert result["failed"] and facts["failure"]["kind"] == "gpu_not_visible"
     assert "3 GPUs asked for, torch sees 2" in result["msg"]
     assert facts == facts_of("not_visible.log", rc=4)
@@ -89,6 +93,64 @@ def test_timeout_killed_the_job_and_left_no_rank_behind():
     assert "killed after 25 s" in result["msg"]
     assert facts["results"][0]["correct"] is False and facts["results"][0]["time_us"] is None
     assert "none" in read("after_timeout.txt").splitlines()[1]
+
+
+def test_a_clean_run_on_one_h200_still_passes():
+    facts = facts_of("gpu1_clean.log", folder=ONE_GPU)
+    assert facts["ok"] and facts["inject_wrong"] is None
+    assert [r["bytes"] for r in facts["results"]] == [4096, 1048576, 67108864]
+    assert facts == module_facts("gpu1_clean", ONE_GPU)
+
+
+def test_an_element_injected_on_an_h200_is_the_one_reported():
+    result = json.loads(read("gpu1_inject_r0_i777.json", ONE_GPU))
+    facts = facts_of("gpu1_inject_r0_i777.log", rc=0, folder=ONE_GPU)
+    assert facts == module_facts("gpu1_inject_r0_i777", ONE_GPU)
+    assert result["failed"] and facts["failure"]["kind"] == "wrong_result"
+    assert facts["inject_wrong"] == {"rank": 0, "index": 777}
+    assert result["msg"] == (
+        "All-reduce check across 1 GPUs failed: the all-reduce returned wrong sums: 1 wrong element at 4096 bytes "
+        "(first: element 777 on rank 0, got 26.0, expected 25.0); inject_wrong was set: element 777 of rank 0 "
+        "was made wrong on purpose")
+    # Every size holds element 777: one wrong element each, in the first all-reduce only.
+    for row in facts["results"]:
+        assert row["mismatches"] == 1 and row["complete"] and not row["correct"]
+        assert row["first_mismatch"] == {"index": 777, "got": 26.0, "expected": 25.0, "rank": 0, "phase": "first"}
+    after = [e for e in parse_events(read("gpu1_inject_r0_i777.log", ONE_GPU)) if e.get("phase") == "after"]
+    assert len(after) == 3 and all(e["mismatches"] == 0 for e in after)
+
+
+def test_an_element_beyond_the_smaller_sizes_leaves_them_correct():
+    result = json.loads(read("gpu1_inject_r0_i300000.json", ONE_GPU))
+    facts = result["ansible_facts"]["nccl_allreduce_check"]
+    assert not result.get("failed") and result["job_rc"] == 0 and not facts["ok"]
+    assert facts == facts_of("gpu1_inject_r0_i300000.log", folder=ONE_GPU)
+    assert [(r["bytes"], r["mismatches"]) for r in facts["results"]] == [(4096, 0), (1048576, 0), (67108864, 1)]
+    assert facts["results"][2]["first_mismatch"]["index"] == 300000
+    assert "1 wrong element at 67108864 bytes (first: element 300000 on rank 0, got 57.0, expected 56.0)" in (
+        facts["failure"]["msg"])
+
+
+def test_an_injection_on_a_rank_the_job_lacks_is_refused():
+    result = json.loads(read("gpu1_inject_rank1.json", ONE_GPU))
+    facts = result["ansible_facts"]["nccl_allreduce_check"]
+    assert result["failed"] and result["job_rc"] == 2 and facts["failure"]["kind"] == "bad_argument"
+    assert "--inject-wrong names rank 1; the job has ranks 0 to 0" in result["msg"]
+    assert facts == facts_of("gpu1_inject_rank1.log", rc=2, folder=ONE_GPU)
+
+
+def test_network_transport_lines_name_their_side():
+    # NCCL's format for its network transport (src/transport/net.cc): "[send]" or "[receive]" before "via".
+    text = "\n".join([
+        "vm:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda13.0",
+        "vm:1:1 [0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/Socket/0",
+        "vm:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [send] via NET/Socket/0",
+        "vm:2:2 [1] NCCL INFO Channel 00/0 : 0[0] -> 1[1] [receive] via NET/Socket/0",
+        "vm:2:2 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [send] via NET/Socket/0",
+    ])
+    nccl = parse_nccl_log(text)
+    assert nccl["transports"] == ["NET"]
+    assert nccl["connections"] == [{"from": 0, "to": 1, "transport": "NET"}, {"from": 1, "to": 0, "transport": "NET"}]
 
 
 def test_wrong_sums_are_reported_with_the_first_bad_element():

@@ -53,6 +53,10 @@ def test_hang_is_cut_at_the_timeout(vm, run_module):
     ({"python": "/nonexistent/python"}, "python: /nonexistent/python is not an executable"),
     ({"python": sys.executable, "sizes": [2]}, "sizes must list byte counts of at least 4"),
     ({"python": sys.executable, "timeout": 0}, "timeout must be at least 1"),
+    ({"python": sys.executable, "sizes": [4096], "inject_wrong": {"rank": 0, "index": 1024}},
+     "inject_wrong.index is 1024 but the largest size holds 1024 float32 elements"),
+    ({"python": sys.executable, "inject_wrong": {"rank": -1, "index": 0}}, "must not be negative"),
+    ({"python": sys.executable, "inject_wrong": {"rank": 0}}, "missing required arguments: index"),
 ])
 def test_bad_arguments_name_the_option(args, words, run_module):
     result = run_module(**args)
