@@ -34,10 +34,10 @@ def checked_serial(value, name='serving_deploy_serial'):
     return value
 
 
-def patch_releases_errors(patch, pinned, switch):
+def patch_releases_errors(patch, pinned, switch, installed=None):
     if not isinstance(patch, dict) or not isinstance(pinned, dict):
         raise AnsibleFilterError('patch_releases_errors: give a patch (name, files) and the pin variables')
-    return patch_release_errors(patch, pinned, switch)
+    return patch_release_errors(patch, pinned, switch, installed)
 
 
 def missing_versions(listings, versions):

@@ -12,7 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import re
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
 from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile import xid_events
 from ansible_collections.inferops.serving.plugins.module_utils._topology.common import normalize_bus_id
@@ -91,8 +91,8 @@ def _gpu_readings(gpu):
     ecc_errors = gpu.find("ecc_errors")
     retired = gpu.find("retired_pages")
     remapped = gpu.find("remapped_rows")
-    retired_counts = [_count(_text(retired, path)) for path in ("multiple_single_bit_retirement/retired_count",
-                                                                 "double_bit_retirement/retired_count")]
+    retired_paths = ("multiple_single_bit_retirement/retired_count", "double_bit_retirement/retired_count")
+    retired_counts = [_count(_text(retired, path)) for path in retired_paths]
     pending_pages = [_flag(_text(retired, path)) for path in ("pending_retirement", "pending_blacklist")]
     return {
         "persistence_mode": _text(gpu, "persistence_mode"),
@@ -335,8 +335,8 @@ def _verdict(parsed, gpus, node_findings, every_finding, expected_gpu_count, fat
         verdict = "unhealthy (%s): %s" % (action, "; ".join(finding["summary"] for finding in problems))
     else:
         action = "none"
-        verdict = "healthy: %d GPU%s (%s) fit to serve" % (len(gpus), "" if len(gpus) == 1 else "s",
-                                                          ", ".join(names) or "none")
+        verdict = "healthy: %d GPU%s (%s) fit to serve" % (
+            len(gpus), "" if len(gpus) == 1 else "s", ", ".join(names) or "none")
         if warnings:
             verdict += "; %d warning%s: %s" % (len(warnings), "" if len(warnings) == 1 else "s",
                                                "; ".join(finding["summary"] for finding in warnings))

@@ -24,11 +24,13 @@ def releases_of(patch):
     return releases
 
 
-def patch_release_errors(patch, pinned, switch):
-    """One message when a pinned version is not one the patch fits, else none.
+def patch_release_errors(patch, pinned, switch, installed=None):
+    """One message when a pinned version is not one the patch fits, or a distribution it edits is
+    not installed; else none.
 
     ``pinned``: pin variable (``sglang_version``) -> version; ``switch``: the variable that turns
-    the patch on, named in the message as the way out.
+    the patch on, named in the message as the way out; ``installed``: the packages the role
+    installs, or None when it installs their dependencies too (every distribution is there).
     """
     releases = releases_of(patch)
     wrong = []
@@ -36,9 +38,12 @@ def patch_release_errors(patch, pinned, switch):
         variable = PIN_VARIABLES.get(distribution)
         if variable in pinned and str(pinned[variable]) not in versions:
             wrong.append('%s is %s' % (variable, pinned[variable]))
+    absent = [distribution for distribution in releases if installed is not None and distribution not in installed]
+    if absent:
+        wrong.append('sglang_packages installs %s, not %s' % (', '.join(installed) or 'nothing', ', '.join(absent)))
     if not wrong:
         return []
     fits = ' and '.join('%s %s' % (distribution, ' or '.join(versions)) for distribution, versions in releases.items())
     return ['%s: the %s patch fits %s only (its anchors were read from those releases), but %s. Set %s to false,'
-            ' or pin the releases it fits. Nothing was changed on this host.'
+            ' or pin and install the releases it fits. Nothing was changed on this host.'
             % (switch, patch.get('name', 'source'), fits, ' and '.join(wrong), switch)]

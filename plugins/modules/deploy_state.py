@@ -62,6 +62,7 @@ options:
       - Layer name to the fingerprint of that layer's own inputs (filled in by the action plugin when not
         given); V(present) records them, V(query) says which layers a converge may leave alone.
     type: dict
+    default: {}
   files:
     description: Files whose checksums the record keeps (V(present)); a relative path is one inside the site-packages of O(venv).
     type: list
@@ -134,9 +135,9 @@ same_layers:
   elements: str
 same_inputs:
   description:
-    - With O(state=snapshot), whether the files were kept and the record names this run's inputs: the node
-      is exactly as a healthy converge of these inputs left it, so an experiment can leave alone the layers
-      its overlay does not touch.
+    - With O(state=snapshot), whether the files were kept and the record names this run's inputs. The node
+      is then exactly as a healthy converge of these inputs left it, so an experiment can leave alone the
+      layers its overlay does not touch.
   returned: always
   type: bool
 restored:

@@ -79,7 +79,7 @@ options:
     type: path
   inject_wrong:
     description:
-      - Meant only for proving the check itself: after the first all-reduce of every size
+      - Meant only for proving the check itself. After the first all-reduce of every size
         that holds element O(inject_wrong.index), rank O(inject_wrong.rank) adds 1 to that
         element of its result before the comparison, so a check that works must report
         exactly that element as wrong (C(wrong_result), one wrong element per such size).

@@ -35,7 +35,7 @@ def test_todays_release_is_refused_by_name_with_the_way_out():
     assert message.startswith('sglang_sm120_allreduce_fusion_patch: the sm120_allreduce_fusion patch fits'
                               ' flashinfer-python 0.6.3 and sglang 0.5.9 only')
     assert 'sglang_version is 0.5.23' in message and 'sglang_flashinfer_version is 0.7.2' in message
-    assert 'Set sglang_sm120_allreduce_fusion_patch to false' in message
+    assert 'Set sglang_sm120_allreduce_fusion_patch to false, or pin and install the releases it fits' in message
     assert 'Nothing was changed' in message
 
 
@@ -50,3 +50,11 @@ def test_a_patch_written_for_two_releases_accepts_either():
                                       {'distribution': 'sglang', 'version': '0.5.10', 'path': 'a'}]}
     assert patch_release_errors(patch, {'sglang_version': '0.5.10'}, SWITCH) == []
     assert 'fits sglang 0.5.9 or 0.5.10 only' in patch_release_errors(patch, {'sglang_version': '0.5.11'}, SWITCH)[0]
+
+
+def test_a_distribution_the_patch_edits_must_be_installed():
+    [message] = patch_release_errors(shipped_patch(), SEED_PINS, SWITCH, installed=['sglang'])
+    assert 'but sglang_packages installs sglang, not flashinfer-python' in message
+    assert patch_release_errors(shipped_patch(), SEED_PINS, SWITCH, installed=['sglang', 'flashinfer-python']) == []
+    # With their dependencies installed too, every distribution is there.
+    assert patch_release_errors(shipped_patch(), SEED_PINS, SWITCH, installed=None) == []

@@ -39,8 +39,9 @@ def test_later_layers_win_and_false_or_null_removes():
     ('10.0.0.5', 8000, 'http://10.0.0.5:8000', False),
 ])
 def test_where_the_server_answers_from_the_node_itself(host, port, url, loopback):
-    assert server_address(host, port) == {'host': host if host is not None else '127.0.0.1',
-                                    'port': int(port) if port is not None else 30000, 'url': url, 'loopback': loopback}
+    expected = {'host': host if host is not None else '127.0.0.1', 'port': int(port) if port is not None else 30000,
+                'url': url, 'loopback': loopback}
+    assert server_address(host, port) == expected
     assert probe_url(host if host is not None else '127.0.0.1', port or 30000) == url
 
 
