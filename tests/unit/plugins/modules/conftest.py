@@ -21,3 +21,20 @@ def run_module(tmp_path, request):
         assert "Traceback" not in proc.stdout + proc.stderr
         return json.loads(proc.stdout)
     return run
+
+
+@pytest.fixture
+def sglang_venv(tmp_path):
+    """Callable making a venv whose site-packages holds the real SGLang sources of one release."""
+    def install(version):
+        release = os.path.join(REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "sglang", version)
+        site = tmp_path / ("venv-%s" % version) / "lib" / "python3.11" / "site-packages"
+        for folder, _dirs, files in os.walk(release):
+            for name in files:
+                target = site / os.path.relpath(os.path.join(folder, name), release)[:-len(".txt")]
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with open(os.path.join(folder, name), "rb") as handle:
+                    target.write_bytes(handle.read())
+        (site / ("sglang-%s.dist-info" % version)).mkdir()
+        return str(tmp_path / ("venv-%s" % version))
+    return install

@@ -109,22 +109,10 @@ def test_unreadable_sysfs_root_given_explicitly_fails(tmp_path, run_module):
     assert result["failed"] and "does not exist" in result["msg"] and "sysfs_root" in result["msg"]
 
 
-def install_sglang(tmp_path, version):
-    """A venv whose site-packages holds the real SGLang sources of one release (the fixtures)."""
-    release = os.path.join(REPO_ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "sglang", version)
-    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
-    for folder, _dirs, files in os.walk(release):
-        for name in files:
-            target = site / os.path.relpath(os.path.join(folder, name), release)[:-len(".txt")]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(open(os.path.join(folder, name), "rb").read())
-    (site / ("sglang-%s.dist-info" % version)).mkdir()
-    return str(tmp_path / "venv")
 
-
-def test_the_verdict_names_the_switch_of_the_sglang_in_the_venv(tmp_path, lab_sysfs, run_module):
+def test_the_verdict_names_the_switch_of_the_sglang_in_the_venv(sglang_venv, lab_sysfs, run_module):
     result = run_module(nvidia_smi=os.path.join(SIM, "nvidia-smi"), sysfs_root=lab_sysfs,
-                        sglang_venv=install_sglang(tmp_path, "0.5.23"))
+                        sglang_venv=sglang_venv("0.5.23"))
     facts = result["ansible_facts"]["nccl_topology"]
     assert facts["allreduce_fusion_flags"]["off"] == "--enforce-disable-flashinfer-allreduce-fusion"
     assert facts["warnings"] == []

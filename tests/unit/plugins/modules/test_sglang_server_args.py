@@ -13,25 +13,9 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_server_args
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'module_utils', 'fixtures', 'sglang')
-
-
-def _install(tmp_path, version):
-    """A virtual environment whose site-packages holds the real SGLang sources of one release."""
-    site = tmp_path / 'venv' / 'lib' / 'python3.11' / 'site-packages'
-    release = os.path.join(FIXTURES, version)
-    for folder, _dirs, files in os.walk(release):
-        for name in files:
-            target = site / os.path.relpath(os.path.join(folder, name), release)[:-len('.txt')]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(os.path.join(folder, name), str(target))
-    (site / ('sglang-%s.dist-info' % version)).mkdir()
-    return str(tmp_path / 'venv')
-
-
 @pytest.fixture
-def venv(tmp_path):
-    return _install(tmp_path, '0.5.9')
+def venv(sglang_venv):
+    return sglang_venv('0.5.9')
 
 
 def _run(capsys, args):
@@ -100,9 +84,9 @@ def test_only_secret_values_are_masked(venv, capsys):
     assert result['invocation']['module_args']['args']['tokenizer-path'] == 'org/tok'
 
 
-def test_a_release_with_declarative_options_is_read(tmp_path, capsys):
+def test_a_release_with_declarative_options_is_read(sglang_venv, capsys):
     result = _run(capsys, {
-        'venv_path': _install(tmp_path, '0.5.23'),
+        'venv_path': sglang_venv('0.5.23'),
         'args': {'model': 'lukealonso/GLM-5-NVFP4', 'served-model-name': 'glm-5', 'tp': 8, 'host': '0.0.0.0',
                  'port': 8000, 'quantization': 'modelopt_fp4', 'cuda-graph-backend-decode': 'disabled'},
         'extra_args': {'enable-flashinfer-allreduce-fusion': True},
@@ -119,8 +103,8 @@ def test_a_release_with_declarative_options_is_read(tmp_path, capsys):
         '--flashinfer-allreduce-fusion-backend=auto instead' in result['notes']
 
 
-def test_a_release_whose_options_cannot_be_read_fails_saying_so(tmp_path, capsys):
-    venv_path = _install(tmp_path, '0.5.23')
+def test_a_release_whose_options_cannot_be_read_fails_saying_so(sglang_venv, capsys):
+    venv_path = sglang_venv('0.5.23')
     site = os.path.join(venv_path, 'lib', 'python3.11', 'site-packages')
     shutil.rmtree(os.path.join(site, 'sglang', 'srt', 'arg_groups'))
     os.rename(os.path.join(site, 'sglang-0.5.23.dist-info'), os.path.join(site, 'sglang-0.6.0.dist-info'))
@@ -132,8 +116,8 @@ def test_a_release_whose_options_cannot_be_read_fails_saying_so(tmp_path, capsys
     assert 'is not an option' not in result['msg']
 
 
-def test_server_args_path_finds_the_declarations_beside_it(tmp_path, capsys):
-    venv_path = _install(tmp_path, '0.5.23')
+def test_server_args_path_finds_the_declarations_beside_it(sglang_venv, capsys):
+    venv_path = sglang_venv('0.5.23')
     path = os.path.join(venv_path, 'lib', 'python3.11', 'site-packages', 'sglang', 'srt', 'server_args.py')
     result = _run(capsys, {'server_args_path': path, 'args': {'model': 'm', 'kv-cache-dtype': 'fp8_e4m3'}})
     assert result.get('failed') is not True, result
