@@ -112,7 +112,7 @@ checks: lint unit collection-test
 # the scenarios' lines, and either failing fails the run.
 test: venv lab-image
 	@mkdir -p build
-	@{ $(MAKE) --no-print-directory checks >build/checks.log 2>&1; echo $$? >build/checks.rc; } & \
+	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
 	  scenarios=0; scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS) || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0

@@ -109,7 +109,6 @@ def test_unreadable_sysfs_root_given_explicitly_fails(tmp_path, run_module):
     assert result["failed"] and "does not exist" in result["msg"] and "sysfs_root" in result["msg"]
 
 
-
 def test_the_verdict_names_the_switch_of_the_sglang_in_the_venv(sglang_venv, lab_sysfs, run_module):
     result = run_module(nvidia_smi=os.path.join(SIM, "nvidia-smi"), sysfs_root=lab_sysfs,
                         sglang_venv=sglang_venv("0.5.23"))

@@ -13,6 +13,7 @@ import pytest
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_server_args
 
+
 @pytest.fixture
 def venv(sglang_venv):
     return sglang_venv('0.5.9')
