@@ -7,20 +7,16 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
-from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_input_errors, serial
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_errors, serial
 from ansible_collections.inferops.serving.plugins.module_utils._patch_releases import patch_release_errors
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import missing_pins, pins_to_look_up
 
 
-def argument_type_errors(options, values):
-    if not isinstance(options, dict) or not isinstance(values, (list, tuple)):
-        raise AnsibleFilterError('argument_type_errors: give the options of an entry point and their values in order')
-    return type_errors(options, dict(zip(sorted(options), values)))
-
-
-def input_errors(variables, role):
-    return role_input_errors(role, variables)
+def input_errors(options, role, values):
+    if not isinstance(options, dict) or not isinstance(values, (list, tuple)) or len(values) != len(options):
+        raise AnsibleFilterError('input_errors: give the options of an entry point, the role and the values of'
+                                 ' those options in the sorted order of their names')
+    return role_errors(role, options, dict(zip(sorted(options), values)))
 
 
 def serial_errors(value, name='serving_deploy_serial'):
@@ -51,7 +47,6 @@ def packages_to_look_up(pip_list, versions, packages):
 class FilterModule(object):
     def filters(self):
         return {
-            'argument_type_errors': argument_type_errors,
             'input_errors': input_errors,
             'serial_errors': serial_errors,
             'missing_versions': missing_versions,

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     SECRET_ENV_NAMES,
@@ -328,9 +329,125 @@ def _model_path(name, args, extra):
     return []
 
 
+def is_true(value):
+    """A boolean as Ansible reads one from YAML or from ``-e`` (where every value is text)."""
+    return value is True or (isinstance(value, (str, int)) and not isinstance(value, bool)
+                             and str(value).strip().lower() in ('1', 'true', 'yes', 'on', 'y'))
+
+
+def as_float(value):
+    """A float from a number or a string of one; None otherwise (never a boolean)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def fraction(name, value, low_open=False, high_open=False, example=''):
+    """A share: a number within [0, 1], either end left out when open."""
+    number = as_float(value)
+    if number is None or number < 0 or number > 1 or (low_open and number == 0) or (high_open and number == 1):
+        return ['%s is a fraction in %s0, 1%s%s (got %s).' % (
+            name, '(' if low_open else '[', ')' if high_open else ']', example, show(value))]
+    return []
+
+
+# Prometheus' durations: 30s, 2m, 1h30m, 15d.
+_PROMETHEUS_DURATION = re.compile(r'^([0-9]+(ms|s|m|h|d|w|y))+$')
+# host:port as Prometheus and Alertmanager take it: a name or IPv4 address, or [IPv6].
+_LISTEN_ADDRESS = re.compile(r'^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]*):[0-9]{1,5}$')
+
+
+def listen_address(name, value):
+    if not isinstance(value, str) or not _LISTEN_ADDRESS.match(value) \
+            or not port(name, value.rsplit(':', 1)[1]) == []:
+        return ['%s must look like 127.0.0.1:9090 or [::1]:9090 (a port from 1 to 65535), got %s.'
+                % (name, show(value))]
+    return []
+
+
+def prometheus_duration(name, value):
+    if not isinstance(value, str) or not _PROMETHEUS_DURATION.match(value):
+        return ['%s must be a Prometheus duration such as 30s, 2m or 15d, got %s.' % (name, show(value))]
+    return []
+
+
+def monitoring_errors(v):
+    """Inputs of role monitoring."""
+    problems = []
+    for name in ('monitoring_prometheus_listen_address', 'monitoring_alertmanager_listen_address'):
+        problems += listen_address(name, v.get(name))
+    for name in ('monitoring_prometheus_retention_time', 'monitoring_scrape_interval', 'monitoring_scrape_timeout',
+                 'monitoring_evaluation_interval', 'monitoring_alert_server_down_for',
+                 'monitoring_alert_server_unhealthy_for', 'monitoring_alert_gpu_power_for',
+                 'monitoring_alert_throughput_for', 'monitoring_alert_router_for', 'monitoring_alert_xid_window'):
+        problems += prometheus_duration(name, v.get(name))
+    for name in ('monitoring_alert_gpu_power_share', 'monitoring_alert_throughput_share'):
+        problems += fraction(name, v.get(name), low_open=True)
+    for name in ('monitoring_sglang_port', 'monitoring_router_prometheus_port', 'monitoring_node_exporter_port'):
+        problems += port(name, v.get(name))
+    return problems
+
+
+def node_metrics_errors(v):
+    """Inputs of role node_metrics."""
+    problems = (port('node_metrics_port', v.get('node_metrics_port'))
+                + non_empty('node_metrics_listen_host', v.get('node_metrics_listen_host'), 'an address or host name')
+                + absolute_path('node_metrics_textfile_dir', v.get('node_metrics_textfile_dir'))
+                + int_range('node_metrics_gpu_interval', v.get('node_metrics_gpu_interval'), 5, what='seconds')
+                + int_range('node_metrics_timeout', v.get('node_metrics_timeout'), 1, what='seconds'))
+    interval, timeout = as_int(v.get('node_metrics_gpu_interval')), as_int(v.get('node_metrics_timeout'))
+    if is_true(v.get('node_metrics_gpu_collector')) and interval is not None and timeout is not None and timeout >= interval:
+        problems.append('node_metrics_timeout (%d s) must be shorter than node_metrics_gpu_interval (%d s): a'
+                        ' collector run would still be running when the next one starts.' % (timeout, interval))
+    health = v.get('node_metrics_sglang_health_url')
+    if health not in (None, '') and not (isinstance(health, str) and re.match(r'^https?://\S+$', health)):
+        problems.append("node_metrics_sglang_health_url must be an http(s):// URL or '' (no health probe), got %s."
+                        % show(health))
+    return problems
+
+
+def serving_errors(v):
+    """Inputs of role serving (types and choices: its argument specs)."""
+    problems = serial('serving_deploy_serial', v.get('serving_deploy_serial'))
+    problems += fraction('serving_max_regression', v.get('serving_max_regression'), high_open=True,
+                         example=', e.g. 0.1 for 10%')
+    problems += int_range('serving_max_baseline_age', v.get('serving_max_baseline_age'), 0, what='seconds')
+    for name in ('serving_benchmark_num_prompts', 'serving_benchmark_concurrency', 'serving_lock_max_tokens'):
+        problems += int_range(name, v.get(name), 1)
+    repeats = as_int(v.get('serving_benchmark_repeats'))
+    if repeats is None or repeats < 1:
+        problems.append('serving_benchmark_repeats is 1 or more (got %s; 3 or more measure the noise).'
+                        % show(v.get('serving_benchmark_repeats')))
+    problems += fraction('serving_gate_min_effect', v.get('serving_gate_min_effect'), high_open=True)
+    problems += fraction('serving_lock_min_agreement', v.get('serving_lock_min_agreement'))
+    divergence = as_float(v.get('serving_lock_max_logprob_divergence'))
+    if divergence is None or divergence < 0:
+        problems.append('serving_lock_max_logprob_divergence is 0 or more nats (got %s).'
+                        % show(v.get('serving_lock_max_logprob_divergence')))
+    if is_true(v.get('serving_lock_enabled')) and not v.get('serving_lock_prompts'):
+        problems.append('serving_lock_prompts needs at least one prompt while serving_lock_enabled is true.')
+    return problems
+
+
+def sglang_router_errors(v):
+    """Inputs of role sglang_router (the router's own arguments: module sglang_router_args)."""
+    return (int_range('sglang_router_health_timeout', v.get('sglang_router_health_timeout'), 1, what='seconds')
+            + int_range('sglang_router_health_interval', v.get('sglang_router_health_interval'), 1, what='seconds')
+            + secret('sglang_router_api_key', v.get('sglang_router_api_key')))
+
+
 ROLES = {
     'gpu_vm': gpu_vm_errors,
+    'monitoring': monitoring_errors,
+    'node_metrics': node_metrics_errors,
+    'serving': serving_errors,
     'sglang': sglang_errors,
+    'sglang_router': sglang_router_errors,
     'sglang_server': sglang_server_errors,
 }
 
@@ -342,3 +459,10 @@ def role_input_errors(role, variables):
     if not isinstance(variables, dict):
         return ['the inputs of role %s must be given as a mapping' % role]
     return ROLES[role](variables)
+
+
+def role_errors(role, options, variables):
+    """A role's inputs as its preflight checks them: every variable its argument specs declare
+    (``options``) by type first; then, when every type is right, by range and meaning."""
+    problems = type_errors(options, variables)
+    return problems or role_input_errors(role, dict((name, variables.get(name)) for name in options))

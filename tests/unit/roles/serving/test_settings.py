@@ -35,7 +35,7 @@ def run(tmp_path, **settings):
 
 
 @pytest.mark.parametrize('settings, message', [
-    ({'serving_deploy_serial': 0}, 'serving_deploy_serial is the number of nodes per batch, 1 or more (got 0)'),
+    ({'serving_deploy_serial': 0}, 'serving_deploy_serial must be a number of nodes of at least 1'),
     ({'serving_max_regression': 1.5}, 'in [0, 1), e.g. 0.1 for 10%'),
     ({'serving_benchmark_concurrency': 0}, 'serving_benchmark_concurrency'),
     ({'serving_benchmark_mode': 'fast'}, 'serving_benchmark_mode'),

@@ -1,0 +1,106 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Each role's preflight as it runs: the variables and types from the role's own argument specs,
+then the role's rules, against the defaults the role ships and against wrong values."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import ROLES, role_errors
+
+REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROLES_DIR = os.path.join(REPO_ROOT, 'roles')
+
+
+def read_yaml(*parts):
+    with open(os.path.join(ROLES_DIR, *parts)) as handle:
+        return yaml.safe_load(handle) or {}
+
+
+def options(role):
+    return read_yaml(role, 'meta', 'argument_specs.yml')['argument_specs']['main']['options']
+
+
+def defaults(role):
+    """The role's defaults; a templated default stands for a value of the right kind."""
+    values = read_yaml(role, 'defaults', 'main.yml')
+    stand_ins = {'str': '/templated', 'path': '/templated', 'int': 1, 'float': 0.5, 'bool': False,
+                 'list': [], 'dict': {}}
+    spec = options(role)
+    return dict((name, stand_ins[spec.get(name, {}).get('type', 'str')]
+                 if isinstance(value, str) and '{{' in value else value) for name, value in values.items())
+
+
+@pytest.mark.parametrize('role', sorted(ROLES))
+def test_the_shipped_defaults_pass(role):
+    assert role_errors(role, options(role), defaults(role)) == []
+
+
+@pytest.mark.parametrize('role', sorted(ROLES))
+def test_every_role_with_rules_checks_its_inputs_in_one_task_from_its_argument_specs(role):
+    """One preflight style: the names come from the argument specs, never from a list kept by hand."""
+    tasks_dir = os.path.join(ROLES_DIR, role, 'tasks')
+    texts = []
+    for name in sorted(os.listdir(tasks_dir)):
+        with open(os.path.join(tasks_dir, name)) as handle:
+            texts.append(handle.read())
+    calls = [t for t in texts if "inferops.serving.input_errors('%s', query('ansible.builtin.vars'" % role in t]
+    assert len(calls) == 1
+    assert "argument_specs.main.options" in calls[0]
+
+
+# (role, variable, wrong value, words the user needs)
+WRONG = [
+    ('monitoring', 'monitoring_prometheus_listen_address', '9090', 'must look like 127.0.0.1:9090'),
+    ('monitoring', 'monitoring_prometheus_listen_address', '127.0.0.1:70000', 'a port from 1 to 65535'),
+    ('monitoring', 'monitoring_scrape_interval', '30 seconds', 'Prometheus duration such as 30s'),
+    ('monitoring', 'monitoring_alert_throughput_share', 1.5, 'a fraction in (0, 1] (got 1.5)'),
+    ('monitoring', 'monitoring_alert_gpu_power_share', 0, 'a fraction in (0, 1] (got 0)'),
+    ('monitoring', 'monitoring_sglang_port', 0, 'TCP port from 1 to 65535'),
+    ('monitoring', 'monitoring_sglang_port', [8000], 'must be a whole number, got a list'),
+    ('node_metrics', 'node_metrics_port', 70000, 'node_metrics_port must be a TCP port'),
+    ('node_metrics', 'node_metrics_textfile_dir', 'var/lib/x', 'absolute path'),
+    ('node_metrics', 'node_metrics_gpu_interval', 2, 'node_metrics_gpu_interval must be seconds of at least 5'),
+    ('node_metrics', 'node_metrics_timeout', 60, 'must be shorter than node_metrics_gpu_interval'),
+    ('node_metrics', 'node_metrics_sglang_health_url', 'localhost:8000/health', 'http(s):// URL'),
+    ('serving', 'serving_deploy_serial', 0, 'serving_deploy_serial must be a number of nodes of at least 1'),
+    ('serving', 'serving_max_regression', 1, 'serving_max_regression is a fraction in [0, 1), e.g. 0.1 for 10%'),
+    ('serving', 'serving_max_baseline_age', -1, 'serving_max_baseline_age must be seconds of at least 0'),
+    ('serving', 'serving_benchmark_repeats', 0, '3 or more measure the noise'),
+    ('serving', 'serving_gate_min_effect', 1, 'serving_gate_min_effect is a fraction in [0, 1)'),
+    ('serving', 'serving_lock_max_logprob_divergence', -0.5, '0 or more nats'),
+    ('serving', 'serving_lock_prompts', [], 'needs at least one prompt while serving_lock_enabled is true'),
+    ('serving', 'serving_max_regression', 'ten percent', 'serving_max_regression must be a number, got the text'),
+    ('sglang_router', 'sglang_router_health_timeout', 0, 'sglang_router_health_timeout must be seconds'),
+    ('sglang_router', 'sglang_router_api_key', 'two words', 'white space'),
+    ('sglang_server', 'sglang_server_args', ['--model-path', 'x'], 'must be a mapping (key: value), got a list'),
+    ('gpu_vm', 'gpu_vm_reboot_timeout', 'soon', 'must be a whole number, got the text'),
+]
+
+
+@pytest.mark.parametrize('role, name, value, words', WRONG, ids=['%s=%r' % (w[1], w[2]) for w in WRONG])
+def test_a_wrong_value_is_named_with_what_to_change(role, name, value, words):
+    values = dict(defaults(role), **{name: value})
+    # The setting that makes the value matter, as a user would give it on the command line.
+    values.update({'serving_lock_prompts': {'serving_lock_enabled': 'true'},
+                   'node_metrics_timeout': {'node_metrics_gpu_collector': True}}.get(name, {}))
+    problems = role_errors(role, options(role), values)
+    assert any(words in problem and name in problem for problem in problems), problems
+
+
+def test_types_come_before_rules_so_that_a_rule_never_reads_a_value_of_the_wrong_type():
+    values = dict(defaults('node_metrics'), node_metrics_gpu_interval=[5], node_metrics_timeout=60)
+    assert role_errors('node_metrics', options('node_metrics'), values) == [
+        'node_metrics_gpu_interval must be a whole number, got a list.']
+
+
+def test_a_secret_in_a_wrong_value_is_never_repeated():
+    problems = role_errors('sglang_router', options('sglang_router'),
+                           dict(defaults('sglang_router'), sglang_router_api_key='sk live"key'))
+    assert problems and not any(re.search('sk live', p) for p in problems)
