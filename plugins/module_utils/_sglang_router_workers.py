@@ -79,6 +79,23 @@ def add_request(url, api_key=None):
     return body
 
 
+def members_after(members, url, state, api_key=None):
+    """The router's desired membership after one worker joined or left it.
+
+    ``members`` is the membership file's content, ``{"workers": {url: {"api_key": key or null}}}``
+    (``None`` or ``{}`` when the file does not exist yet). A restarted router has no workers:
+    its unit adds those of this file again (sglang-launch restore-workers), so the file follows
+    every add and remove.
+    """
+    workers = dict((members or {}).get('workers') or {})
+    key = normalize_url(url)
+    if state == 'present':
+        workers[key] = {'api_key': api_key or None}
+    else:
+        workers.pop(key, None)
+    return {'workers': dict(sorted(workers.items()))}
+
+
 _METRIC_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>\S+)')
 # SGLang 0.5.9 writes sglang:<name>; later releases sglang_<name> (sglang issue 12618).
 _IN_FLIGHT = ('num_running_reqs', 'num_queue_reqs')

@@ -17,7 +17,8 @@ description:
   - The router adds and removes workers in the background (it answers 202). With O(wait=true) the module waits
     until the router lists the worker as healthy (O(state=present)) or no longer lists it (O(state=absent)).
   - A worker is identified by its URL; the router's id for it is returned.
-  - In check mode nothing is sent except C(GET /workers); C(changed) says whether the worker would be added or removed.
+  - In check mode nothing is sent except C(GET /workers) and nothing is written; C(changed) says whether the worker
+    would be added or removed, or the O(members_file) would change.
 author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
@@ -54,6 +55,14 @@ options:
     description: Seconds for each HTTP request to the router.
     type: int
     default: 10
+  members_file:
+    description:
+      - File on the router's host that records the workers the router should have, with their keys (root only,
+        0600). The router's unit adds them again whenever the router (re)starts, since a restarted router
+        forgets the workers added through its API.
+      - Updated after every successful add or remove; a worker the router already lists is recorded too.
+      - Not written when not set.
+    type: path
 attributes:
   check_mode:
     description: Reads the worker list only; reports what would change.
@@ -101,6 +110,8 @@ workers:
 '''
 
 import json
+import os
+import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -110,6 +121,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_wo
     SglangRouterWorkersError,
     add_request,
     find_worker,
+    members_after,
     parse_workers,
     plan,
 )
@@ -156,6 +168,37 @@ class _Router:
             return None
 
 
+def _read_members(module, path):
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError) as exc:
+        module.fail_json(msg='Cannot read the router membership file %s: %s. Remove it; the next deploy writes it'
+                             ' again.' % (path, exc))
+
+
+def _record_members(module, path, url, state, api_key):
+    """Whether the membership file changed (in check mode: would change)."""
+    before = _read_members(module, path)
+    after = members_after(before, url, state, api_key)
+    if after == before:
+        return False
+    directory = os.path.dirname(path) or '.'
+    if not os.path.isdir(directory):
+        module.fail_json(msg='The folder of the router membership file %s does not exist on this host: deploy the'
+                             ' router (role sglang_router) here first.' % path)
+    if not module.check_mode:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix='.workers.')
+        with os.fdopen(handle, 'w') as out:
+            json.dump(after, out, indent=1, sort_keys=True)
+        # mkstemp made it 0600; a rename in the same folder keeps that mode and is atomic
+        # (atomic_move would give a new file the umask's mode).
+        os.replace(temporary, path)
+    return True
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -167,6 +210,7 @@ def main():
             wait=dict(type='bool', default=True),
             timeout=dict(type='int', default=120),
             timeout_request=dict(type='int', default=10),
+            members_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -184,7 +228,9 @@ def main():
                                and decision['worker'] is not None and not decision['worker']['is_healthy'])
         if not healthy_wait_needed:
             workers = router.workers()
-            module.exit_json(changed=action != 'none', action=action, worker=decision['worker'], worker_id=worker_id,
+            recorded = params['members_file'] is not None and _record_members(
+                module, params['members_file'], url, params['state'], params['worker_api_key'])
+            module.exit_json(changed=action != 'none' or recorded, action=action, worker=decision['worker'], worker_id=worker_id,
                              workers=dict((w['url'], w['is_healthy']) for w in workers))
 
     if action == 'add':
@@ -215,7 +261,9 @@ def main():
                        (' Router job: %s' % (job.get('message') or job)) if isinstance(job, dict) else ''),
                 worker=entry, job_status=job)
         time.sleep(1)
-    module.exit_json(changed=action != 'none', action=action, worker=entry, worker_id=worker_id or (entry or {}).get('id'),
+    recorded = params['members_file'] is not None and _record_members(
+        module, params['members_file'], url, params['state'], params['worker_api_key'])
+    module.exit_json(changed=action != 'none' or recorded, action=action, worker=entry, worker_id=worker_id or (entry or {}).get('id'),
                      workers=dict((w['url'], w['is_healthy']) for w in workers))
 
 

@@ -74,3 +74,14 @@ def test_requests_in_flight(text, expected):
 def test_metrics_without_the_gauge_say_what_to_enable():
     with pytest.raises(SglangRouterWorkersError, match='--enable-metrics'):
         requests_in_flight('# nothing here\n')
+
+
+def test_the_membership_follows_every_join_and_leave():
+    from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import members_after
+    joined = members_after(None, 'HTTP://10.0.0.12:8000/', 'present', 'k2')
+    joined = members_after(joined, 'http://10.0.0.11:8000', 'present')
+    assert joined == {'workers': {'http://10.0.0.11:8000': {'api_key': None},
+                                  'http://10.0.0.12:8000': {'api_key': 'k2'}}}
+    assert members_after(joined, 'http://10.0.0.12:8000', 'absent') == {
+        'workers': {'http://10.0.0.11:8000': {'api_key': None}}}
+    assert members_after({}, 'http://10.0.0.13:8000', 'absent') == {'workers': {}}

@@ -7,6 +7,7 @@ __metaclass__ = type
 
 import importlib.machinery
 import importlib.util
+import json
 import os
 import sys
 
@@ -120,3 +121,34 @@ def test_wait_healthy_gives_up_when_the_server_process_is_gone(launcher, capsys)
     gone = 2 ** 22 + 12345  # above the default pid_max: no such process
     assert launcher.wait_healthy('http://127.0.0.1:9/health', gone, interval=0) == 1
     assert 'exited before it answered' in capsys.readouterr().err
+
+
+def test_restore_workers_adds_the_recorded_workers_the_router_forgot(launcher, fake_router, tmp_path):
+    fake_router.workers.append({'id': 'w1', 'url': 'http://10.0.0.11:8000', 'is_healthy': True})
+    members = tmp_path / 'workers.json'
+    members.write_text(json.dumps({'workers': {'http://10.0.0.11:8000': {'api_key': 'k1'},
+                                               'http://10.0.0.12:8000': {'api_key': 'k2'},
+                                               'http://10.0.0.13:8000': {'api_key': None}}}))
+    assert launcher.restore_workers(fake_router.url, str(members), os.getpid(),
+                                    secrets={'--api-key': fake_router.api_key}) == 0
+    assert fake_router.requests == [('POST', '/workers', {'url': 'http://10.0.0.12:8000', 'api_key': 'k2'}),
+                                    ('POST', '/workers', {'url': 'http://10.0.0.13:8000'})]
+
+
+def test_restore_workers_never_fails_the_routers_start(launcher, tmp_path, capsys):
+    members = tmp_path / 'workers.json'
+    assert launcher.restore_workers('http://127.0.0.1:9', str(members), os.getpid(), secrets={}) == 0
+    members.write_text(json.dumps({'workers': {'http://10.0.0.12:8000': {'api_key': None}}}))
+    assert launcher.restore_workers('http://127.0.0.1:9', str(members), os.getpid(), secrets={},
+                                    timeout=0.5, interval=0.1) == 0
+    assert 'no worker restored' in capsys.readouterr().err
+
+
+def test_restore_workers_takes_the_router_key_out_of_its_environment(launcher, monkeypatch, tmp_path):
+    monkeypatch.setenv('SGLANG_API_KEY', 'router-client-key')
+    execs = []
+    monkeypatch.setattr(launcher.os, 'execve', lambda path, argv, env: execs.append((argv, env)))
+    launcher.restore_workers('http://127.0.0.1:9', str(tmp_path / 'workers.json'), 1)
+    argv, env = execs[0]
+    assert argv[2:4] == ['restore-workers', '--secrets-fd'] and 'SGLANG_API_KEY' not in env
+    assert 'router-client-key' not in ' '.join(argv)
