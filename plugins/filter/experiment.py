@@ -26,6 +26,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._correctness impo
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
+    host_decide,
+    host_plan,
     plan,
     refusal_message,
     role_options,
@@ -70,6 +72,17 @@ def experiment_decision(baseline, candidate, max_regression=0.1, healthy=True, e
         raise AnsibleFilterError(str(exc))
 
 
+def host_experiment_plan(experiments, name):
+    try:
+        return host_plan(experiments, name)
+    except ExperimentError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def host_experiment_decision(check, topology, evidence=None, error=None):
+    return host_decide(check, topology, evidence=evidence, error=error)
+
+
 def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0):
     try:
         return _answers_compare(prompts, baseline, candidate, min_agreement, max_logprob_divergence)
@@ -106,6 +119,8 @@ class FilterModule(object):
             'experiment_plan': experiment_plan,
             'experiment_refusal': experiment_refusal,
             'experiment_decision': experiment_decision,
+            'host_experiment_plan': host_experiment_plan,
+            'host_experiment_decision': host_experiment_decision,
             'answers_compare': answers_compare,
             'answers_summary': answers_summary,
             'campaign_plan': campaign_plan,

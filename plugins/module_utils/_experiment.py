@@ -21,6 +21,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import difflib
+import json
 import math
 import re
 
@@ -339,3 +340,69 @@ def role_options(specs):
             for name, option in ((entry or {}).get('options') or {}).items():
                 options.setdefault(name, (option or {}).get('default'))
     return options
+
+
+# Host-side experiments (serving_host_experiments) lay these per-VM variables of the role
+# inferops.serving.proxmox_gpu_vm over the VM's inventory; the baseline is the inventory.
+HOST_ENTRY_KEYS = ('description', 'vars')
+HOST_OVERLAY_VARIABLES = ('proxmox_gpu_vm_clique', 'proxmox_gpu_vm_numa', 'proxmox_gpu_vm_hugepages')
+
+
+def host_plan(experiments, name):
+    """The host experiment ``name`` checked: ``name``, ``description`` and ``vars`` (its overlay).
+
+    Raises ExperimentError, naming the variable to change, for an unknown name, an entry with
+    other keys, or an overlay of anything but the VM's passthrough settings.
+    """
+    if not is_mapping(experiments):
+        raise ExperimentError('serving_host_experiments must be a mapping of name to experiment, got %s'
+                              % type(experiments).__name__)
+    if name not in experiments:
+        raise ExperimentError('serving_host_experiment must be one of %s (got %r)'
+                              % (', '.join(sorted('%s' % k for k in experiments.keys())) or 'none', name))
+    where = 'serving_host_experiments.%s' % name
+    entry = experiments[name]
+    problem = entry_problem(entry, where, HOST_ENTRY_KEYS)
+    if problem:
+        raise ExperimentError(problem)
+    overlay = entry.get('vars')
+    if not is_mapping(overlay) or not overlay:
+        raise ExperimentError('%s.vars must map variables of the VM (%s) to the values the experiment uses'
+                              % (where, ', '.join(HOST_OVERLAY_VARIABLES)))
+    unknown = sorted('%s' % k for k in overlay.keys() if k not in HOST_OVERLAY_VARIABLES)
+    if unknown:
+        raise ExperimentError('%s.vars.%s is not a per-VM variable of inferops.serving.proxmox_gpu_vm; allowed: %s'
+                              % (where, unknown[0], ', '.join(HOST_OVERLAY_VARIABLES)))
+    return {'name': name, 'description': entry.get('description') or '',
+            'vars': dict((k, overlay[k]) for k in overlay.keys())}
+
+
+def _json_matrix(matrix):
+    return json.dumps(matrix)
+
+
+def host_decide(check, topology, evidence=None, error=None):
+    """Keep a host-side GPU experiment, or roll it back, from what the guest sees after it.
+
+    ``check`` is the ``nccl_allreduce_check`` fact after the change (``ok``, ``failure``,
+    ``p2p_all_pairs``, ``p2p_access``), ``topology`` the ``nccl_topology`` fact after it
+    (``all_pairs_p2p``, ``p2p_read``), ``evidence`` the check's evidence lines. ``error`` is
+    the step that failed on the way (task and message): it is the reason and comes first.
+    Kept only when every sum is right and both the driver's matrix and the check's own say
+    P2P on every pair. Returns ``keep``, ``reason`` and ``evidence`` (the check's lines and
+    the driver's P2P read matrix).
+    """
+    lines = list(evidence or [])
+    if error:
+        return {'keep': False, 'reason': error.strip(), 'evidence': lines}
+    check = check or {}
+    topology = topology or {}
+    lines.append('driver P2P read matrix: %s' % _json_matrix(topology.get('p2p_read')))
+    if check.get('ok') and check.get('p2p_all_pairs') is True and topology.get('all_pairs_p2p') is True:
+        return {'keep': True, 'reason': 'every sum right and P2P on every pair', 'evidence': lines}
+    failure = check.get('failure') or {}
+    if not check.get('ok') and failure.get('msg'):
+        return {'keep': False, 'reason': failure['msg'], 'evidence': lines}
+    return {'keep': False, 'evidence': lines,
+            'reason': 'P2P is not present on every pair (driver: %s, check: %s)'
+                      % (_json_matrix(topology.get('p2p_read')), _json_matrix(check.get('p2p_access')))}
