@@ -429,6 +429,10 @@ def serving_errors(v):
     if divergence is None or divergence < 0:
         problems.append('serving_lock_max_logprob_divergence is 0 or more nats (got %s).'
                         % show(v.get('serving_lock_max_logprob_divergence')))
+    problems += (int_range('serving_host_experiment_timeout', v.get('serving_host_experiment_timeout'), 1,
+                           what="the check's hard timeout in seconds")
+                 + int_range('serving_vm_boot_delay', v.get('serving_vm_boot_delay'), 0, what='seconds')
+                 + int_range('serving_vm_boot_timeout', v.get('serving_vm_boot_timeout'), 1, what='seconds'))
     if is_true(v.get('serving_lock_enabled')) and not v.get('serving_lock_prompts'):
         problems.append('serving_lock_prompts needs at least one prompt while serving_lock_enabled is true.')
     return problems

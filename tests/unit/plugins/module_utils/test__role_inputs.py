@@ -77,6 +77,8 @@ WRONG = [
     ('serving', 'serving_lock_max_logprob_divergence', -0.5, '0 or more nats'),
     ('serving', 'serving_lock_prompts', [], 'needs at least one prompt while serving_lock_enabled is true'),
     ('serving', 'serving_max_regression', 'ten percent', 'serving_max_regression must be a number, got the text'),
+    ('serving', 'serving_host_experiment_timeout', 0, "the check's hard timeout in seconds of at least 1"),
+    ('serving', 'serving_vm_boot_timeout', 0, 'serving_vm_boot_timeout must be seconds of at least 1'),
     ('sglang_router', 'sglang_router_health_timeout', 0, 'sglang_router_health_timeout must be seconds'),
     ('sglang_router', 'sglang_router_api_key', 'two words', 'white space'),
     ('sglang_server', 'sglang_server_args', ['--model-path', 'x'], 'must be a mapping (key: value), got a list'),
