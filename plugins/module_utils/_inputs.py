@@ -16,6 +16,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.inferops.serving.plugins.module_utils._model_weights import (
+    ModelWeightsError,
+    is_commit,
+    margin_bytes,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     SECRET_ENV_NAMES,
@@ -302,6 +307,11 @@ def sglang_server_errors(v):
                 + int_range('sglang_server_health_interval', v.get('sglang_server_health_interval'), 1,
                             what='seconds')
                 + int_range('sglang_server_journal_lines', v.get('sglang_server_journal_lines'), 1)
+                + model_revision('sglang_server_model_revision', v.get('sglang_server_model_revision'),
+                                 [v.get('sglang_server_args'), v.get('sglang_server_extra_args')])
+                + disk_margin('sglang_server_weights_disk_margin', v.get('sglang_server_weights_disk_margin'))
+                + int_range('sglang_server_predownload_poll', v.get('sglang_server_predownload_poll'), 1,
+                            what='seconds')
                 + int_range('sglang_server_predownload_timeout', v.get('sglang_server_predownload_timeout'), 1,
                             what='seconds')
                 + string_list('sglang_server_read_write_paths', v.get('sglang_server_read_write_paths') or [],
@@ -312,6 +322,29 @@ def sglang_server_errors(v):
     if isinstance(args, dict):
         problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))
     return problems
+
+
+def model_revision(name, value, arg_layers):
+    """A pinned commit, given once: the server's --revision comes from it."""
+    if value in (None, ''):
+        return []
+    if not isinstance(value, str) or not is_commit(value):
+        return ['%s must be a commit of the model repository (40 hexadecimal characters, the Hub\'s "sha"), got %s;'
+                ' a branch or tag would let the weights change under the server. Leave it empty to follow the'
+                ' repository\'s main branch.' % (name, show(value))]
+    for layer in arg_layers:
+        if isinstance(layer, dict) and any(flag_name(key) == 'revision' for key in layer):
+            return ['%s and a revision flag in the server arguments both set the revision: remove the flag, %s '
+                    'passes it to the server.' % (name, name)]
+    return []
+
+
+def disk_margin(name, value):
+    try:
+        margin_bytes(value, 0)
+    except ModelWeightsError as exc:
+        return ['%s: %s.' % (name, exc)]
+    return []
 
 
 def _model_path(name, args, extra):
