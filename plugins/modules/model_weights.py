@@ -148,10 +148,11 @@ snapshot:
 
 import json
 import os
-import subprocess
+import threading
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
+from ansible_collections.inferops.serving.plugins.module_utils._commands import run_c
 from ansible_collections.inferops.serving.plugins.module_utils._model_weights import (
     INDEX_FILE,
     ModelWeightsError,
@@ -242,27 +243,30 @@ def _remove(path, removed):
         removed.append(path)
 
 
-def _download(endpoint, hf_cli, repo_id, commit, cache_dir, log_path, progress_path, files, target):
-    """Runs `hf download` and writes its progress; returns (rc, last lines of its output)."""
-    argv = [hf_cli, 'download', repo_id, '--revision', commit, '--cache-dir', cache_dir]
-    env = dict(os.environ, LC_ALL='C', HF_ENDPOINT=endpoint, HF_HUB_DISABLE_TELEMETRY='1')
-    log_path = log_path or os.devnull
-    with open(log_path, 'w') as log:
-        # Popen rather than run_command: the progress file is written while the download runs.
-        process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=env, close_fds=True)
-        while True:
+def _download(module, endpoint, repo_id, commit, log_path, progress_path, files, target):
+    """Runs `hf download`, writing its progress meanwhile; returns (rc, last lines of its output)."""
+    params = module.params
+    argv = [params['hf_cli'], 'download', repo_id, '--revision', commit, '--cache-dir', params['cache_dir']]
+    finished = threading.Event()
+
+    def report():
+        while not finished.wait(2):
             _write_progress(progress_path, files, target)
-            try:
-                process.wait(timeout=2)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+
+    reporter = threading.Thread(target=report)
+    reporter.daemon = True
+    reporter.start()
+    try:
+        rc, out, err = run_c(module, argv, environ_update=dict(HF_ENDPOINT=endpoint, HF_HUB_DISABLE_TELEMETRY='1'))
+    finally:
+        finished.set()
+        reporter.join()
     _write_progress(progress_path, files, target)
-    tail = []
-    if log_path != os.devnull:
-        with open(log_path) as log:
-            tail = [line for line in log.read().replace('\r', '\n').splitlines() if line.strip()][-3:]
-    return process.returncode, tail
+    output = (out + err).replace('\r', '\n')
+    if log_path:
+        with open(log_path, 'w') as log:
+            log.write(output)
+    return rc, [line for line in output.splitlines() if line.strip()][-3:]
 
 
 def _write_progress(path, files, target):
@@ -342,8 +346,8 @@ def main():
     if bad:
         etags = dict((f['name'], f['etag']) for f in listing['files'])
         blobs = [os.path.join(scan['blobs_dir'], etags[name]) for name in sorted(bad)]
-        rc, tail = _download(endpoint, params['hf_cli'], repo_id, listing['commit'], params['cache_dir'],
-                             params['download_log'], params['progress_path'], blobs,
+        rc, tail = _download(module, endpoint, repo_id, listing['commit'], params['download_log'],
+                             params['progress_path'], blobs,
                              sum(f['size'] for f in listing['files'] if f['name'] in bad))
         result['changed'] = True
         if rc != 0:

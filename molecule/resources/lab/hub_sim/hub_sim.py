@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Lab only: a Hugging Face Hub stand-in that the real huggingface_hub downloads from (HF_ENDPOINT).
 
 It serves small generated model repositories at one fixed commit each, with what
@@ -113,7 +112,7 @@ class Hub(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         self._log()
-        path, _, query = self.path.partition('?')
+        path, query = (self.path.split('?', 1) + [''])[:2]
         api = re.match(r'^/api/models/([^/]+)/([^/]+)/revision/([^/]+)$', path)
         resolve = re.match(r'^/([^/]+)/([^/]+)/resolve/([^/]+)/(.+)$', path)
         if api:
