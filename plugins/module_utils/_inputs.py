@@ -1,249 +1,46 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Check a role's inputs by type, range and meaning before anything on the node changes.
+"""Each role's inputs by type, range and meaning, checked before anything on the node changes.
 
-``meta/argument_specs.yml`` catches wrong types; what it cannot say (a port above 65535, an
-empty model path, root as a service user, a secret that cannot travel in an HTTP header or a
-systemd environment file, an environment value systemd would change) is checked here.
-
-Every check returns a list of messages. Each names the variable, shows the value (masked when
-it is secret) and says what to change. Nothing here raises on user input.
+``meta/argument_specs.yml`` declares every variable and its type (``role_errors`` checks those
+first, in words); what a type cannot say (a port above 65535, an empty model path, root as a
+service user, a secret that cannot travel in an HTTP header or a systemd environment file, a
+Prometheus duration) is each role's rule here, made of the checks in _input_checks.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import re
-
 from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
-from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
-from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
-    SECRET_ENV_NAMES,
-    flag_looks_secret,
+from ansible_collections.inferops.serving.plugins.module_utils._input_checks import (
+    absolute_path,
+    as_float,
+    as_int,
+    disk_margin,
+    environment,
+    fraction,
+    int_range,
+    is_true,
+    listen_address,
+    model_revision,
+    non_empty,
+    one_line,
+    optional_http_url,
+    port,
+    prometheus_duration,
+    secret,
+    secrets_in_args,
+    serial,
+    service_user,
+    show,
+    string_list,
+    unit_name,
+    url,
+    version,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import effective_arguments, flag_name
-
-ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-# PEP 440, the forms a pin uses (release, pre/post/dev, local).
-VERSION = re.compile(r'^\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?$')
-# systemd unit names: letters, digits and ":-_.\@"; the template adds ".service".
-UNIT_NAME = re.compile(r'^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?$')
-USER_NAME = re.compile(r'^[a-z_][a-z0-9_-]*[$]?$')
-_CONTROL = re.compile(r'[\x00-\x08\x0a-\x1f\x7f]')
-
-
-def show(value):
-    """A value as a message shows it: short, one line."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + '...'
-
-
-def masked(value):
-    """What a message may say about a secret: its length only."""
-    try:
-        return '<hidden, %d characters>' % len(value)
-    except TypeError:
-        return '<hidden>'
-
-
-def is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def as_int(value):
-    """An int from an int or a string of digits (inventory values are often strings); None otherwise."""
-    if is_int(value):
-        return value
-    if isinstance(value, str) and re.match(r'^\s*-?\d+\s*$', value):
-        return int(value)
-    return None
-
-
-def int_range(name, value, low=None, high=None, what='a whole number', allow_none=False):
-    if value is None and allow_none:
-        return []
-    number = as_int(value)
-    bounds = ''
-    if low is not None and high is not None:
-        bounds = ' from %d to %d' % (low, high)
-    elif low is not None:
-        bounds = ' of at least %d' % low
-    if number is None:
-        return ['%s must be %s%s, got %s.' % (name, what, bounds, show(value))]
-    if (low is not None and number < low) or (high is not None and number > high):
-        return ['%s must be %s%s, got %s.' % (name, what, bounds, show(value))]
-    return []
-
-
-def port(name, value):
-    return int_range(name, value, 1, 65535, what='a TCP port')
-
-
-def non_empty(name, value, what='a non-empty string'):
-    if not isinstance(value, str) or not value.strip():
-        return ['%s must be %s, got %s.' % (name, what, show(value))]
-    if _CONTROL.search(value):
-        return ['%s must be one line without control characters, got %s.' % (name, show(value))]
-    return []
-
-
-def absolute_path(name, value):
-    problems = non_empty(name, value, 'an absolute path')
-    if not problems and not value.startswith('/'):
-        problems = ['%s must be an absolute path (starting with /), got %s.' % (name, show(value))]
-    return problems
-
-
-def version(name, value):
-    if not isinstance(value, str) or not VERSION.match(value.strip()):
-        return ['%s must be an exact version such as 0.5.9 (PEP 440), got %s.' % (name, show(value))]
-    return []
-
-
-def service_user(name, value, allow_root=False, allow_name='allow_root'):
-    problems = non_empty(name, value, 'a user name')
-    if problems:
-        return problems
-    if not USER_NAME.match(value) or len(value) > 32:
-        return ['%s must be a user name (lower case letters, digits, _ and -), got %s.' % (name, show(value))]
-    if value == 'root' and not allow_root:
-        return ['%s is root: the service would run with every privilege of the host (and its account would be'
-                ' rewritten). Use an unprivileged user such as sglang, or set %s: true if you really mean it.'
-                % (name, allow_name)]
-    return []
-
-
-def unit_name(name, value):
-    problems = non_empty(name, value, 'a systemd unit name')
-    if not problems and (not UNIT_NAME.match(value) or value.endswith('.service')):
-        problems = ['%s must be a systemd unit name without ".service" (letters, digits, ":_.-@"), got %s.'
-                    % (name, show(value))]
-    return problems
-
-
-def secret(name, value):
-    """A secret goes into a systemd environment file and an HTTP header: both must carry it unchanged."""
-    if value is None or value == '':
-        return []
-    if not isinstance(value, str):
-        return ['%s must be a string, got a %s (value %s).' % (name, type(value).__name__, masked(str(value)))]
-    reasons = []
-    if '\n' in value or '\r' in value:
-        reasons.append('a line break')
-    if _CONTROL.search(value.replace('\n', '').replace('\r', '')):
-        reasons.append('a control character')
-    if any(c in value for c in '"\'`'):
-        reasons.append('a quote')
-    if '\\' in value:
-        reasons.append('a backslash')
-    if value != value.strip():
-        reasons.append('leading or trailing white space')
-    elif any(c.isspace() for c in value):
-        reasons.append('white space')
-    if any(ord(c) > 126 for c in value):
-        reasons.append('a non-ASCII character')
-    if reasons:
-        return ['%s contains %s (value %s): an HTTP Authorization header and a systemd environment file cannot'
-                ' carry it unchanged. Use printable ASCII without quotes, backslashes or spaces (for example'
-                ' `openssl rand -hex 32`).' % (name, ' and '.join(reasons), masked(value))]
-    return []
-
-
-def environment(name, mapping):
-    """Names and values that systemd's EnvironmentFile= carries unchanged (the template quotes the rest)."""
-    if mapping is None:
-        return []
-    if not isinstance(mapping, dict):
-        return ['%s must be a mapping of NAME: value, got %s.' % (name, show(mapping))]
-    problems = []
-    for key in sorted(mapping, key=str):
-        value = mapping[key]
-        if not isinstance(key, str) or not ENV_NAME.match(key):
-            problems.append('%s: %s is not a valid environment variable name (letters, digits and _, not starting'
-                            ' with a digit).' % (name, show(key)))
-            continue
-        if key in SECRET_ENV_NAMES:
-            problems.append('%s: %s is a secret; set it through sglang_server_hf_token / sglang_server_api_key'
-                            ' (vault them), not in %s (value %s).' % (name, key, name, masked(str(value))))
-            continue
-        if value is None:
-            continue
-        if isinstance(value, (dict, list)):
-            problems.append('%s: %s must be a string or number, got a %s.' % (name, key, type(value).__name__))
-            continue
-        text = value if isinstance(value, str) else str(value)
-        if '\n' in text or '\r' in text:
-            problems.append('%s: %s contains a line break, which a systemd environment file cannot carry;'
-                            ' put it on one line.' % (name, key))
-        elif _CONTROL.search(text):
-            problems.append('%s: %s contains a control character, which a systemd environment file cannot'
-                            ' carry.' % (name, key))
-    return problems
-
-
-def secrets_in_args(name, args, secret_values=()):
-    """A secret in the server arguments would reach argv and the node's module log; refuse it first."""
-    if not isinstance(args, dict):
-        return []
-    problems = []
-    secret_values = [s for s in secret_values if isinstance(s, str) and len(s) >= 4]
-    for key in sorted(args, key=str):
-        value = args[key]
-        if flag_looks_secret(key) and value not in (None, False, True, ''):
-            problems.append('%s: %s looks like a secret (value %s); it would end up in the command line. Set'
-                            ' sglang_server_api_key (vault it) instead and remove %s from %s.'
-                            % (name, key, masked(str(value)), key, name))
-            continue
-        items = value if isinstance(value, list) else [value]
-        if any(isinstance(item, str) and any(s in item for s in secret_values) for item in items):
-            problems.append('%s: the value of %s contains sglang_server_api_key or sglang_server_hf_token'
-                            ' (value hidden); secrets must not go into the command line.' % (name, key))
-    return problems
-
-
-def serial(name, value):
-    """Ansible's serial: a count of at least 1, a percentage from 1% to 100%, or a list of them."""
-    items = value if isinstance(value, list) else [value]
-    if not items:
-        return ['%s must not be an empty list.' % name]
-    for item in items:
-        if isinstance(item, str) and item.strip().endswith('%'):
-            number = as_int(item.strip()[:-1])
-            if number is None or not 1 <= number <= 100:
-                return ['%s must be a number of nodes of at least 1 or a percentage from 1%% to 100%%, got %s.'
-                        % (name, show(value))]
-            continue
-        number = as_int(item)
-        if number is None or number < 1:
-            return ['%s must be a number of nodes of at least 1 (or a percentage such as 25%%), got %s; 0 or less'
-                    ' would deploy nothing or everything at once.' % (name, show(value))]
-    return []
-
-
-def url(name, value):
-    problems = non_empty(name, value, 'a URL')
-    if not problems and not re.match(r'^(https?|file)://\S+$', value):
-        problems = ['%s must be an http(s):// or file:// URL without spaces, got %s.' % (name, show(value))]
-    return problems
-
-
-def one_line(name, value):
-    if value is None or value == '':
-        return []
-    if not isinstance(value, str) or _CONTROL.search(value):
-        return ['%s must be one line of text, got %s.' % (name, show(value))]
-    return []
-
-
-def string_list(name, value, item_check=None):
-    if not isinstance(value, list):
-        return ['%s must be a list, got %s.' % (name, show(value))]
-    problems = []
-    for index, item in enumerate(value):
-        item_name = '%s[%d]' % (name, index)
-        problems += (item_check or non_empty)(item_name, item)
-    return problems
 
 
 def _rw_path(name, value):
@@ -303,6 +100,11 @@ def sglang_server_errors(v):
                 + int_range('sglang_server_health_interval', v.get('sglang_server_health_interval'), 1,
                             what='seconds')
                 + int_range('sglang_server_journal_lines', v.get('sglang_server_journal_lines'), 1)
+                + model_revision('sglang_server_model_revision', v.get('sglang_server_model_revision'),
+                                 [v.get('sglang_server_args'), v.get('sglang_server_extra_args')])
+                + disk_margin('sglang_server_weights_disk_margin', v.get('sglang_server_weights_disk_margin'))
+                + int_range('sglang_server_predownload_poll', v.get('sglang_server_predownload_poll'), 1,
+                            what='seconds')
                 + int_range('sglang_server_predownload_timeout', v.get('sglang_server_predownload_timeout'), 1,
                             what='seconds')
                 + string_list('sglang_server_read_write_paths', v.get('sglang_server_read_write_paths') or [],
@@ -326,53 +128,6 @@ def _model_path(name, args, extra):
         key, raw = written[-1]
         return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
                 % (name, key, show(raw))]
-    return []
-
-
-def is_true(value):
-    """A boolean as Ansible reads one from YAML or from ``-e`` (where every value is text)."""
-    return value is True or (isinstance(value, (str, int)) and not isinstance(value, bool)
-                             and str(value).strip().lower() in ('1', 'true', 'yes', 'on', 'y'))
-
-
-def as_float(value):
-    """A float from a number or a string of one; None otherwise (never a boolean)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-
-
-def fraction(name, value, low_open=False, high_open=False, example=''):
-    """A share: a number within [0, 1], either end left out when open."""
-    number = as_float(value)
-    if number is None or number < 0 or number > 1 or (low_open and number == 0) or (high_open and number == 1):
-        return ['%s is a fraction in %s0, 1%s%s (got %s).' % (
-            name, '(' if low_open else '[', ')' if high_open else ']', example, show(value))]
-    return []
-
-
-# Prometheus' durations: 30s, 2m, 1h30m, 15d.
-_PROMETHEUS_DURATION = re.compile(r'^([0-9]+(ms|s|m|h|d|w|y))+$')
-# host:port as Prometheus and Alertmanager take it: a name or IPv4 address, or [IPv6].
-_LISTEN_ADDRESS = re.compile(r'^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9_.-]*):[0-9]{1,5}$')
-
-
-def listen_address(name, value):
-    if not isinstance(value, str) or not _LISTEN_ADDRESS.match(value) \
-            or not port(name, value.rsplit(':', 1)[1]) == []:
-        return ['%s must look like 127.0.0.1:9090 or [::1]:9090 (a port from 1 to 65535), got %s.'
-                % (name, show(value))]
-    return []
-
-
-def prometheus_duration(name, value):
-    if not isinstance(value, str) or not _PROMETHEUS_DURATION.match(value):
-        return ['%s must be a Prometheus duration such as 30s, 2m or 15d, got %s.' % (name, show(value))]
     return []
 
 
@@ -404,11 +159,8 @@ def node_metrics_errors(v):
     if is_true(v.get('node_metrics_gpu_collector')) and interval is not None and timeout is not None and timeout >= interval:
         problems.append('node_metrics_timeout (%d s) must be shorter than node_metrics_gpu_interval (%d s): a'
                         ' collector run would still be running when the next one starts.' % (timeout, interval))
-    health = v.get('node_metrics_sglang_health_url')
-    if health not in (None, '') and not (isinstance(health, str) and re.match(r'^https?://\S+$', health)):
-        problems.append("node_metrics_sglang_health_url must be an http(s):// URL or '' (no health probe), got %s."
-                        % show(health))
-    return problems
+    return problems + optional_http_url('node_metrics_sglang_health_url', v.get('node_metrics_sglang_health_url'),
+                                        'no health probe')
 
 
 def serving_errors(v):

@@ -34,10 +34,19 @@ SERVER = {
     'sglang_server_unit_name': 'sglang', 'sglang_server_start_timeout': 7200, 'sglang_server_stop_timeout': 120,
     'sglang_server_restart_sec': 30, 'sglang_server_start_limit_burst': 3, 'sglang_server_limit_nofile': 1048576,
     'sglang_server_health_timeout': '7200', 'sglang_server_health_interval': 5, 'sglang_server_journal_lines': 50,
-    'sglang_server_predownload_timeout': 86400, 'sglang_server_read_write_paths': ['-/run/inferops-lab'],
+    'sglang_server_predownload_timeout': 86400, 'sglang_server_predownload_poll': 10,
+    'sglang_server_model_revision': '', 'sglang_server_weights_disk_margin': '5%', 'sglang_server_read_write_paths': ['-/run/inferops-lab'],
     'sglang_server_device_allow': ['char-nvidiactl'], 'sglang_server_system_call_filter': [],
 }
 ROLES = {'gpu_vm': GPU_VM, 'sglang': SGLANG, 'sglang_server': SERVER}
+
+
+def test_a_pinned_commit_and_a_revision_flag_are_one_too_many():
+    problems = role_input_errors('sglang_server', dict(
+        SERVER, sglang_server_model_revision='a' * 40, sglang_server_extra_args={'revision': 'b' * 40}))
+    assert problems == ['sglang_server_model_revision and a revision flag in the server arguments both set the '
+                        'revision: remove the flag, sglang_server_model_revision passes it to the server.']
+    assert role_input_errors('sglang_server', dict(SERVER, sglang_server_model_revision='a' * 40)) == []
 
 
 @pytest.mark.parametrize('role', sorted(ROLES))
@@ -97,6 +106,10 @@ BAD = [
     ('sglang_server', 'sglang_server_read_write_paths', ['relative/path'], 'absolute path'),
     ('sglang_server', 'sglang_server_config_dir', '', 'absolute path'),
     ('sglang_server', 'sglang_server_system_call_filter', ['@system-service\n'], 'one line'),
+    ('sglang_server', 'sglang_server_model_revision', 'main', 'must be a commit'),
+    ('sglang_server', 'sglang_server_model_revision', 'A' * 40, 'must be a commit'),
+    ('sglang_server', 'sglang_server_weights_disk_margin', 'lots', 'neither bytes'),
+    ('sglang_server', 'sglang_server_predownload_poll', 0, 'seconds of at least 1'),
 ]
 
 
