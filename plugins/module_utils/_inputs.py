@@ -307,7 +307,12 @@ def sglang_server_errors(v):
                 + string_list('sglang_server_read_write_paths', v.get('sglang_server_read_write_paths') or [],
                               _rw_path)
                 + string_list('sglang_server_device_allow', v.get('sglang_server_device_allow') or [])
-                + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or []))
+                + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or [])
+                + int_range('sglang_server_gpu_health_expected_gpus', v.get('sglang_server_gpu_health_expected_gpus'),
+                            1, what='a GPU count', allow_none=True)
+                + (absolute_path('sglang_server_gpu_health_kernel_log_file',
+                                 v.get('sglang_server_gpu_health_kernel_log_file'))
+                   if v.get('sglang_server_gpu_health_kernel_log_file') else []))
     args = v.get('sglang_server_args')
     if isinstance(args, dict):
         problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))

@@ -292,7 +292,7 @@ def read_smi_xml(module):
     smi_path = (smi if os.access(smi, os.X_OK) else None) if os.path.sep in smi else find_nvidia_smi(module, smi)
     if smi_path is None:
         module.fail_json(msg="%s not found on PATH or in %s: the NVIDIA driver is not installed, so the GPUs cannot "
-                             "be checked" % (smi, ", ".join(NVIDIA_SMI_DIRS)), healthy=False)
+                             "be checked" % (smi, ", ".join(NVIDIA_SMI_DIRS)), healthy=False, nvidia_smi_missing=True)
     cmd = [smi_path, '-q', '-x']
     rc, out, err = run_c(module, cmd)
     if rc == 0:

@@ -97,6 +97,8 @@ BAD = [
     ('sglang_server', 'sglang_server_read_write_paths', ['relative/path'], 'absolute path'),
     ('sglang_server', 'sglang_server_config_dir', '', 'absolute path'),
     ('sglang_server', 'sglang_server_system_call_filter', ['@system-service\n'], 'one line'),
+    ('sglang_server', 'sglang_server_gpu_health_expected_gpus', 0, 'a GPU count of at least 1'),
+    ('sglang_server', 'sglang_server_gpu_health_kernel_log_file', 'kernel.log', 'absolute path'),
 ]
 
 
