@@ -51,6 +51,10 @@ METRICS = (
     ("inferops_gpu_memory_total_bytes", "gauge", "GPU memory in total (memory.total)."),
     ("inferops_gpu_temperature_celsius", "gauge", "GPU core temperature (temperature.gpu)."),
     ("inferops_gpu_xid_errors_total", "counter", "NVIDIA Xid errors in the kernel log since boot, by GPU and Xid code."),
+    ("inferops_gpu_healthy", "gauge",
+     "1 when the GPUs are fit to serve as the server's GPU health gate judges them (gpu_health), else 0."),
+    ("inferops_gpu_health_problem", "gauge",
+     "1 for each problem the GPU health check finds, by GPU, check and the step it asks for."),
     ("inferops_sglang_health_up", "gauge", "1 when the SGLang server's /health answered 200 on the node, else 0."),
     ("inferops_sglang_baseline_output_throughput_tokens_per_second", "gauge",
      "Output throughput of the last benchmark of the baseline (no experiment) in the node's history."),
@@ -198,11 +202,28 @@ def _value(value):
     return repr(float(value))
 
 
-def render(gpus=None, gpu_error=None, xids=None, health_up=None, baseline=None, now=None):
+def _health_problems(gpu_health):
+    """One sample per problem finding; a finding of no listed GPU has an empty ``gpu`` label."""
+    problems = []
+    owners = [(gpu["index"], gpu["bus_id"], gpu["findings"]) for gpu in gpu_health.get("gpus", [])]
+    owners.append(("", "", gpu_health.get("node_findings", [])))
+    for index, bus_id, findings in owners:
+        for finding in findings:
+            if finding["severity"] == "problem":
+                labels = (("gpu", index), ("bus_id", bus_id), ("check", finding["check"]),
+                          ("action", finding["action"]))
+                if (labels, 1) not in problems:
+                    problems.append((labels, 1))
+    return problems
+
+
+def render(gpus=None, gpu_error=None, xids=None, health_up=None, baseline=None, now=None, gpu_health=None):
     """Prometheus text exposition of what was read; absent readings leave their series out.
 
     ``gpus`` None means nvidia-smi was not asked (a node without GPUs); ``gpu_error``
-    says it was asked and failed, which the success gauge reports as 0.
+    says it was asked and failed, which the success gauge reports as 0. ``gpu_health`` is
+    _gpu_health.assess's result, or ``{"healthy": False}`` when it could not be computed
+    (the gate fails then too).
     """
     samples = dict((name, []) for name, _type, _help in METRICS)
     if gpus is not None or gpu_error is not None:
@@ -223,6 +244,9 @@ def render(gpus=None, gpu_error=None, xids=None, health_up=None, baseline=None, 
         gpu = bus_to_index.get(bus_id, "")
         samples["inferops_gpu_xid_errors_total"].append(
             ((("gpu", gpu), ("bus_id", bus_id), ("xid", xid)), count))
+    if gpu_health is not None:
+        samples["inferops_gpu_healthy"].append(((), bool(gpu_health.get("healthy"))))
+        samples["inferops_gpu_health_problem"] += _health_problems(gpu_health)
     if health_up is not None:
         samples["inferops_sglang_health_up"].append(((), bool(health_up)))
     if baseline:

@@ -110,7 +110,12 @@ def sglang_server_errors(v):
                 + string_list('sglang_server_read_write_paths', v.get('sglang_server_read_write_paths') or [],
                               _rw_path)
                 + string_list('sglang_server_device_allow', v.get('sglang_server_device_allow') or [])
-                + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or []))
+                + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or [])
+                + int_range('sglang_server_gpu_health_expected_gpus', v.get('sglang_server_gpu_health_expected_gpus'),
+                            1, what='a GPU count', allow_none=True)
+                + (absolute_path('sglang_server_gpu_health_kernel_log_file',
+                                 v.get('sglang_server_gpu_health_kernel_log_file'))
+                   if v.get('sglang_server_gpu_health_kernel_log_file') else []))
     args = v.get('sglang_server_args')
     if isinstance(args, dict):
         problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))
@@ -139,7 +144,8 @@ def monitoring_errors(v):
     for name in ('monitoring_prometheus_retention_time', 'monitoring_scrape_interval', 'monitoring_scrape_timeout',
                  'monitoring_evaluation_interval', 'monitoring_alert_server_down_for',
                  'monitoring_alert_server_unhealthy_for', 'monitoring_alert_gpu_power_for',
-                 'monitoring_alert_throughput_for', 'monitoring_alert_router_for', 'monitoring_alert_xid_window'):
+                 'monitoring_alert_throughput_for', 'monitoring_alert_router_for', 'monitoring_alert_xid_window',
+                 'monitoring_alert_gpu_unhealthy_for'):
         problems += prometheus_duration(name, v.get(name))
     for name in ('monitoring_alert_gpu_power_share', 'monitoring_alert_throughput_share'):
         problems += fraction(name, v.get(name), low_open=True)
@@ -154,7 +160,9 @@ def node_metrics_errors(v):
                 + non_empty('node_metrics_listen_host', v.get('node_metrics_listen_host'), 'an address or host name')
                 + absolute_path('node_metrics_textfile_dir', v.get('node_metrics_textfile_dir'))
                 + int_range('node_metrics_gpu_interval', v.get('node_metrics_gpu_interval'), 5, what='seconds')
-                + int_range('node_metrics_timeout', v.get('node_metrics_timeout'), 1, what='seconds'))
+                + int_range('node_metrics_timeout', v.get('node_metrics_timeout'), 1, what='seconds')
+                + int_range('node_metrics_gpu_expected_count', v.get('node_metrics_gpu_expected_count'), 0,
+                            what='a GPU count (0: not checked)'))
     interval, timeout = as_int(v.get('node_metrics_gpu_interval')), as_int(v.get('node_metrics_timeout'))
     if is_true(v.get('node_metrics_gpu_collector')) and interval is not None and timeout is not None and timeout >= interval:
         problems.append('node_metrics_timeout (%d s) must be shorter than node_metrics_gpu_interval (%d s): a'

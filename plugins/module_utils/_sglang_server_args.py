@@ -411,6 +411,16 @@ def effective_value(spec, merged, flag, default=None):
     return default if value is None or value is False else value
 
 
+def gpus_per_node(tp_size, pp_size=None, nnodes=None):
+    """GPUs the server occupies on each node (``tp * pp / nnodes``, as check_tensor_parallel counts
+    the ranks), or None when the values do not say (not whole numbers, uneven over the nodes)."""
+    values = [1 if value is None or value is False else _whole(value) for value in (tp_size, pp_size, nnodes)]
+    if any(value is None or value < 1 for value in values):
+        return None
+    tp, pp, nodes = values
+    return tp * pp // nodes if (tp * pp) % nodes == 0 else None
+
+
 def server_endpoint(spec, merged, defaults):
     """Where the server will listen and which model name it will report, as SGLang decides it."""
     def pick(flag, dest):
@@ -425,6 +435,7 @@ def server_endpoint(spec, merged, defaults):
         'model_path': model_path,
         'served_model_name': served,
         'tp_size': _whole(tp_size) if tp_size is not None else None,
+        'gpus_per_node': gpus_per_node(tp_size, pick('--pp-size', 'pp_size'), pick('--nnodes', 'nnodes')),
     }
     host = pick('--host', 'host')
     port = _whole(port) if port is not None else None

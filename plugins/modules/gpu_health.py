@@ -40,6 +40,12 @@ options:
       - Kernel log text (C(dmesg), C(journalctl -k -b)) to read instead of the node's.
       - An empty string means a log without Xid lines.
     type: str
+  kernel_log_file:
+    description:
+      - A file on the node whose text is read as the kernel log instead of the node's (a lab whose containers
+        would read the host's log, a saved C(dmesg)). Its absence fails the module.
+      - Mutually exclusive with O(kernel_log).
+    type: path
   expected_gpu_count:
     description:
       - Number of GPUs the node should have; fewer in nvidia-smi makes the node unhealthy, more is a warning.
@@ -264,7 +270,7 @@ xids_checked:
   type: bool
   sample: true
 kernel_log_source:
-  description: Where the kernel log came from (C(journalctl -k -b), C(dmesg), C(kernel_log)), or null.
+  description: Where the kernel log came from (C(journalctl -k -b), C(dmesg), C(kernel_log), the path of O(kernel_log_file)), or null.
   returned: always
   type: str
   sample: journalctl -k -b
@@ -292,7 +298,7 @@ def read_smi_xml(module):
     smi_path = (smi if os.access(smi, os.X_OK) else None) if os.path.sep in smi else find_nvidia_smi(module, smi)
     if smi_path is None:
         module.fail_json(msg="%s not found on PATH or in %s: the NVIDIA driver is not installed, so the GPUs cannot "
-                             "be checked" % (smi, ", ".join(NVIDIA_SMI_DIRS)), healthy=False)
+                             "be checked" % (smi, ", ".join(NVIDIA_SMI_DIRS)), healthy=False, nvidia_smi_missing=True)
     cmd = [smi_path, '-q', '-x']
     rc, out, err = run_c(module, cmd)
     if rc == 0:
@@ -335,12 +341,14 @@ def main():
         argument_spec=dict(
             smi_xml=dict(type='str'),
             kernel_log=dict(type='str'),
+            kernel_log_file=dict(type='path'),
             expected_gpu_count=dict(type='int'),
             fatal_xids=dict(type='list', elements='int', default=[48, 79, 95, 119, 154]),
             require_persistence_mode=dict(type='bool', default=False),
             ignore_xids_before=dict(type='float'),
             nvidia_smi=dict(type='str', default='nvidia-smi'),
         ),
+        mutually_exclusive=[('kernel_log', 'kernel_log_file')],
         supports_check_mode=True,
     )
     params = module.params
@@ -354,6 +362,14 @@ def main():
         smi_xml, smi_failure = read_smi_xml(module)
     if params['kernel_log'] is not None:
         kernel_log, source = params['kernel_log'], 'kernel_log'
+    elif params['kernel_log_file'] is not None:
+        try:
+            with open(params['kernel_log_file'], 'rb') as handle:
+                kernel_log = handle.read().decode('utf-8', 'replace')
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="Cannot read kernel_log_file %s: %s" % (params['kernel_log_file'], to_native(exc)),
+                             healthy=False)
+        source = params['kernel_log_file']
     elif params['smi_xml'] is not None:
         kernel_log, source = None, None
     else:

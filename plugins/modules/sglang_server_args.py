@@ -181,6 +181,13 @@ tp_size:
   returned: when validated
   type: int
   sample: 8
+gpus_per_node:
+  description:
+    - GPUs the server occupies on each node, C(--tp-size) x C(--pp-size) / C(--nnodes); null when they do not
+      split evenly.
+  returned: when validated
+  type: int
+  sample: 8
 from_topology:
   description: Options that the topology recommendations filled in.
   returned: when validated

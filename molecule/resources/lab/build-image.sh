@@ -132,7 +132,8 @@ STOPSIGNAL SIGRTMIN+3
 COPY apt /srv/inferops-lab/apt
 COPY lab-cuda-repo.service /etc/systemd/system/lab-cuda-repo.service
 # The simulated GPUs: PCI tree, the nvidia-smi stand-in is shipped by the driver package.
-# /run/inferops-lab carries the simulated GPU load from the server stand-in to nvidia-smi.
+# /run/inferops-lab carries the simulated GPU load from the server stand-in to nvidia-smi, the
+# GPU faults a test plants and the lab's kernel log (empty at boot).
 COPY sim /opt/inferops-lab/sim
 COPY sglang_sim /opt/inferops-lab/sglang_sim
 COPY wheelhouse /opt/inferops-lab/wheelhouse
@@ -140,7 +141,7 @@ RUN printf 'find-links = /opt/inferops-lab/wheelhouse\\n' >>/etc/pip.conf \\
  && apt-get update -qq && apt-get install -y -qq --download-only ${cached_debs[*]} >/dev/null
 RUN ln -s /etc/systemd/system/lab-cuda-repo.service /etc/systemd/system/multi-user.target.wants/lab-cuda-repo.service \\
  && python3 /opt/inferops-lab/sim/make-sysfs.py /opt/inferops-lab/sys --gpus 8 \\
- && echo 'd /run/inferops-lab 1777 root root -' >/etc/tmpfiles.d/inferops-lab.conf \\
+ && printf 'd /run/inferops-lab 1777 root root -\\nf /run/inferops-lab/kernel.log 0644 root root -\\n' >/etc/tmpfiles.d/inferops-lab.conf \\
  && find /opt/inferops-lab -name __pycache__ -prune -exec rm -rf {} +
 EOF
 docker build -q -t "$LAB_IMAGE" "$ctx" >/dev/null

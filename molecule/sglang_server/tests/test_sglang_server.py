@@ -15,6 +15,9 @@ SECRETS = (API_KEY, HF_TOKEN)
 UNIT = "/etc/systemd/system/sglang.service"
 ENV_FILE = "/etc/sglang/sglang.env"
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
+# Where the lab's nvidia-smi reads planted GPU faults, and the lab's kernel log (sim/nvidia-smi).
+GPU_FAULTS = "/run/inferops-lab/gpu-faults.json"
+KERNEL_LOG = "/run/inferops-lab/kernel.log"
 
 
 def converge(extra_vars=None):
@@ -204,6 +207,45 @@ def test_invalid_flag_value_fails_before_restart_and_old_server_keeps_serving(ho
     assert_serving(host)
     for secret in SECRETS:
         assert secret not in output
+
+
+def first_failure(output):
+    """The first failed task's report, on one line or several (as the stdout callback prints it)."""
+    start = output.index("FAILED!")
+    end = output.find("\n\n", start)
+    return " ".join(output[start:end if end >= 0 else len(output)].split())
+
+
+def test_unfit_gpus_stop_the_restart_until_the_fault_is_cleared(host):
+    before = service_state(host)
+    unit_before = host.file(UNIT).content_string
+    # GPU 3 asks for a reset (nvidia-smi -q -x); GPU 1 fell off the bus (the kernel log, as the driver writes it).
+    host.run("printf '%%s' '{\"3\": {\"recovery_action\": \"Reset\"}}' > %s", GPU_FAULTS)
+    host.run("echo '[ 5120.118331] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.' >> %s", KERNEL_LOG)
+    try:
+        # A configuration change: without the gate, this run would restart the server.
+        rc, output = converge({"sglang_server_extra_args": {"max-running-requests": 512}})
+    finally:
+        host.run("rm -f %s && : > %s", GPU_FAULTS, KERNEL_LOG)
+    assert rc != 0
+    failure = first_failure(output)
+    assert "GPU health gate: the GPUs of lab-sglang_server are not fit to serve" in failure, failure
+    assert "unhealthy (reboot): GPU 1 Xid 79; GPU 3 recovery action Reset" in failure
+    assert "GPU 3 (0000:04:00.0, NVIDIA RTX PRO 6000 Blackwell Server Edition): the driver asks for recovery " \
+           "action" in failure
+    assert "sglang_server_gpu_health_check=false skips this check" in failure
+    assert "RUNNING HANDLER" not in output
+    assert service_state(host) == before
+    assert host.file(UNIT).content_string == unit_before
+    assert_serving(host)
+    for secret in SECRETS:
+        assert secret not in output
+
+    rc, output = converge()
+    assert rc == 0, output[-3000:]
+    assert "GPU health gate: healthy: 8 GPUs (NVIDIA RTX PRO 6000 Blackwell Server Edition) fit to serve" in \
+        " ".join(output.split())
+    assert service_state(host) == before
 
 
 def test_tp_that_does_not_divide_into_the_gpus_is_refused(host):

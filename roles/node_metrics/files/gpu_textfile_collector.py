@@ -3,11 +3,12 @@
 
   python3 gpu_textfile_collector.py --output DIR/inferops_gpu.prom [--nvidia-smi PATH]
       [--kernel-log-command 'journalctl -k -b -o cat --no-pager'] [--history PATH]
-      [--health-url URL] [--timeout S]
+      [--health-url URL] [--timeout S] [--expected-gpus N]
 
-Reads nvidia-smi, the kernel log (NVIDIA Xid lines), the node's history and the server's
-/health; the parsing lives in the collection's module_utils/_gpu_textfile.py, installed
-beside this file. The output file is replaced atomically, so the node exporter never
+Reads nvidia-smi (its query and its -q -x report), the kernel log (NVIDIA Xid lines), the
+node's history and the server's /health; the parsing lives in the collection's
+module_utils/_gpu_textfile.py and _gpu_health.py (the server's GPU health gate's own
+verdict), installed beside this file. The output file is replaced atomically, so the node exporter never
 reads half of it. Each source that fails leaves its series out (or reports 0 for
 nvidia-smi and /health) instead of failing the whole file.
 """
@@ -24,6 +25,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
+from ansible_collections.inferops.serving.plugins.module_utils._gpu_health import (  # noqa: E402  pylint: disable=wrong-import-position
+    GpuHealthError,
+    assess,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile import (  # noqa: E402  pylint: disable=wrong-import-position
     QUERY_FIELDS,
     GpuTextfileError,
@@ -53,6 +58,21 @@ def read_gpus(nvidia_smi, timeout):
         return parse_gpu_query(result.stdout), None
     except GpuTextfileError as exc:
         return None, str(exc)
+
+
+def read_gpu_health(nvidia_smi, kernel_log, expected_gpus, timeout):
+    """The GPU health gate's verdict on this node; unhealthy when nvidia-smi -q -x cannot be read."""
+    try:
+        result = _run([nvidia_smi, "-q", "-x"], timeout)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"healthy": False}, "cannot run %s -q -x: %s" % (nvidia_smi, exc)
+    xml_start = result.stdout.find("<")
+    try:
+        return assess(result.stdout[xml_start:] if xml_start >= 0 else result.stdout, kernel_log=kernel_log,
+                      expected_gpu_count=expected_gpus or None,
+                      smi_failure="exit code %d" % result.returncode if result.returncode else None), None
+    except GpuHealthError as exc:
+        return {"healthy": False}, "%s -q -x exited %d: %s" % (nvidia_smi, result.returncode, exc)
 
 
 def read_kernel_log(command, timeout):
@@ -101,6 +121,7 @@ def main(argv=None):
     parser.add_argument("--history", default="")
     parser.add_argument("--health-url", default="")
     parser.add_argument("--timeout", type=float, default=20.0)
+    parser.add_argument("--expected-gpus", type=int, default=0)
     args = parser.parse_args(argv)
 
     gpus = gpu_error = None
@@ -108,11 +129,17 @@ def main(argv=None):
         gpus, gpu_error = read_gpus(args.nvidia_smi, args.timeout)
         if gpu_error:
             print("gpu_textfile_collector: %s" % gpu_error, file=sys.stderr)
-    xids = count_xids(read_kernel_log(args.kernel_log_command, args.timeout)) if args.kernel_log_command else None
+    kernel_log = read_kernel_log(args.kernel_log_command, args.timeout) if args.kernel_log_command else None
+    xids = count_xids(kernel_log) if kernel_log is not None else None
+    gpu_health = None
+    if args.nvidia_smi:
+        gpu_health, health_error = read_gpu_health(args.nvidia_smi, kernel_log, args.expected_gpus, args.timeout)
+        if health_error:
+            print("gpu_textfile_collector: %s" % health_error, file=sys.stderr)
     baseline = last_baseline(read_history(args.history)) if args.history else None
     health = probe_health(args.health_url, args.timeout) if args.health_url else None
     write_atomically(args.output, render(gpus=gpus, gpu_error=gpu_error, xids=xids, health_up=health,
-                                         baseline=baseline, now=round(time.time(), 3)))
+                                         baseline=baseline, now=round(time.time(), 3), gpu_health=gpu_health))
     return 0
 
 

@@ -110,6 +110,8 @@ BAD = [
     ('sglang_server', 'sglang_server_model_revision', 'A' * 40, 'must be a commit'),
     ('sglang_server', 'sglang_server_weights_disk_margin', 'lots', 'neither bytes'),
     ('sglang_server', 'sglang_server_predownload_poll', 0, 'seconds of at least 1'),
+    ('sglang_server', 'sglang_server_gpu_health_expected_gpus', 0, 'a GPU count of at least 1'),
+    ('sglang_server', 'sglang_server_gpu_health_kernel_log_file', 'kernel.log', 'absolute path'),
 ]
 
 

@@ -64,6 +64,8 @@ WRONG = [
     ('monitoring', 'monitoring_alert_gpu_power_share', 0, 'a fraction in (0, 1] (got 0)'),
     ('monitoring', 'monitoring_sglang_port', 0, 'TCP port from 1 to 65535'),
     ('monitoring', 'monitoring_sglang_port', [8000], 'must be a whole number, got a list'),
+    ('monitoring', 'monitoring_alert_gpu_unhealthy_for', 'a minute', 'Prometheus duration such as 30s'),
+    ('node_metrics', 'node_metrics_gpu_expected_count', -1, 'a GPU count (0: not checked) of at least 0'),
     ('node_metrics', 'node_metrics_port', 70000, 'node_metrics_port must be a TCP port'),
     ('node_metrics', 'node_metrics_textfile_dir', 'var/lib/x', 'absolute path'),
     ('node_metrics', 'node_metrics_gpu_interval', 2, 'node_metrics_gpu_interval must be seconds of at least 5'),

@@ -18,6 +18,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
     argv_from_topology,
     build_server_command,
     check_tensor_parallel,
+    gpus_per_node,
     render_argv,
     resolve_option,
     server_endpoint,
@@ -163,7 +164,7 @@ def test_real_source_field_defaults_give_the_endpoint(real_source, real_spec):
     bare = build_server_command(real_spec, {'model-path': 'org/model'})
     assert server_endpoint(real_spec, bare['canonical_args'], defaults) == {
         'host': defaults['host'], 'port': defaults['port'], 'model_path': 'org/model',
-        'served_model_name': 'org/model', 'tp_size': defaults['tp_size'],
+        'served_model_name': 'org/model', 'tp_size': defaults['tp_size'], 'gpus_per_node': defaults['tp_size'],
         'url': 'http://127.0.0.1:30000', 'loopback': True}
     seed = build_server_command(real_spec, SEED_ARGS)
     endpoint = server_endpoint(real_spec, seed['canonical_args'], defaults)
@@ -171,6 +172,17 @@ def test_real_source_field_defaults_give_the_endpoint(real_source, real_spec):
         '0.0.0.0', 8000, 'glm-5', 8)
     # Bound to every interface: the node reaches it on loopback, and others can too.
     assert (endpoint['url'], endpoint['loopback']) == ('http://127.0.0.1:8000', False)
+    assert endpoint['gpus_per_node'] == 8
+    across = build_server_command(real_spec, {'model-path': 'org/model', 'tp-size': 16, 'nnodes': 2})
+    assert server_endpoint(real_spec, across['canonical_args'], defaults)['gpus_per_node'] == 8
+
+
+@pytest.mark.parametrize('tp, pp, nnodes, expected', [
+    (8, None, None, 8), (4, 2, None, 8), (16, 1, 2, 8), ('8', '1', '1', 8),
+    (12, 1, 5, None), ('eight', None, None, None), (0, 1, 1, None),
+])
+def test_gpus_per_node_counts_the_ranks_of_one_node(tp, pp, nnodes, expected):
+    assert gpus_per_node(tp, pp, nnodes) == expected
 
 
 def test_synthetic_choices_resolve_names_starred_sets_and_imported_class_keys(synthetic_spec):

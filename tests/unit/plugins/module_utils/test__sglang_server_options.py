@@ -94,7 +94,7 @@ def test_a_glm5_server_command_is_valid_for_both_releases(release):
     assert result['unchecked'] == []
     endpoint = server_endpoint(spec, result['canonical_args'], options['defaults'])
     assert endpoint == {'host': '0.0.0.0', 'port': 8000, 'model_path': 'lukealonso/GLM-5-NVFP4',
-                        'served_model_name': 'glm-5', 'tp_size': 8, 'url': 'http://127.0.0.1:8000',
+                        'served_model_name': 'glm-5', 'tp_size': 8, 'gpus_per_node': 8, 'url': 'http://127.0.0.1:8000',
                         'loopback': False}
 
 
@@ -104,7 +104,7 @@ def test_the_defaults_give_the_endpoint_when_nothing_is_set(release):
     assert result['errors'] == []
     assert server_endpoint(options['spec'], result['canonical_args'], options['defaults']) == {
         'host': '127.0.0.1', 'port': 30000, 'model_path': 'org/model', 'served_model_name': 'org/model',
-        'tp_size': 1, 'url': 'http://127.0.0.1:30000', 'loopback': True}
+        'tp_size': 1, 'gpus_per_node': 1, 'url': 'http://127.0.0.1:30000', 'loopback': True}
 
 
 @pytest.mark.parametrize('version, other, refused', [

@@ -37,6 +37,19 @@ def test_the_real_h200_read_from_its_texts_is_healthy(check_mode, run_module):
     assert result["fatal_xids"] == [48, 79, 95, 119, 154] and "warnings" not in result
 
 
+def test_the_kernel_log_is_read_from_a_file_on_the_node_when_one_is_named(tmp_path, run_module):
+    log = tmp_path / "kernel.log"
+    log.write_text(REAL_LOG + fixture("xid", "xid-79.log"))
+    result = run_module(nvidia_smi=fake_program(tmp_path / "bin", "nvidia-smi", REAL_XML), kernel_log_file=str(log),
+                        expected_gpu_count=1)
+    assert result["healthy"] is False and result["action"] == "reboot"
+    assert result["kernel_log_source"] == str(log) and result["xids_checked"] is True
+    result = run_module(smi_xml=REAL_XML, kernel_log_file=str(tmp_path / "absent.log"))
+    assert result["failed"] and result["msg"].startswith("Cannot read kernel_log_file %s: " % (tmp_path / "absent.log"))
+    result = run_module(smi_xml=REAL_XML, kernel_log="", kernel_log_file=str(log))
+    assert result["failed"] and "mutually exclusive" in result["msg"]
+
+
 def test_a_fault_read_from_its_texts_is_unhealthy_with_what_to_do(run_module):
     result = run_module(smi_xml=fixture("faults", "row-remap-pending.xml"),
                         kernel_log=REAL_LOG + fixture("xid", "xid-48.log"), expected_gpu_count=1)

@@ -78,7 +78,7 @@ def test_the_dashboard_shows_what_the_operator_watches():
 def test_the_rules_render_and_match_both_sglang_spellings():
     rules = yaml.safe_load(render_rules())['groups'][0]['rules']
     names = [rule['alert'] for rule in rules]
-    for alert in ('SGLangServerDown', 'SGLangServerUnhealthy', 'GPUXidError', 'GPUPowerLowUnderLoad',
+    for alert in ('SGLangServerDown', 'SGLangServerUnhealthy', 'GPUXidError', 'GPUUnhealthy', 'GPUPowerLowUnderLoad',
                   'SGLangThroughputBelowBaseline', 'SGLangRouterNoHealthyWorker'):
         assert alert in names
     for rule in rules:
@@ -93,6 +93,14 @@ def test_thresholds_and_durations_come_from_the_variables():
     changed = [rule for rule in rules['groups'][0]['rules'] if rule['alert'] == 'GPUPowerLowUnderLoad'][0]
     assert ') < 0.5' in power['expr'] and power['for'] == '15m'
     assert ') < 0.35' in changed['expr'] and changed['for'] == '7m'
+
+
+def test_the_gpu_health_alert_reads_the_collectors_verdict_after_its_duration():
+    rule = [rule for rule in yaml.safe_load(render_rules({'monitoring_alert_gpu_unhealthy_for': '3m'}))['groups'][0]['rules']
+            if rule['alert'] == 'GPUUnhealthy'][0]
+    assert rule['expr'] == 'inferops_gpu_healthy == 0'
+    assert rule['for'] == '3m' and rule['labels']['severity'] == 'critical'
+    assert 'deploy.yml -l {{ $labels.node }}' in rule['annotations']['description']
 
 
 @pytest.mark.parametrize('role', ['monitoring', 'node_metrics'])

@@ -43,14 +43,16 @@ def health_server():
     server.shutdown()
 
 
-def run(tmp_path, nvidia_smi, health_url, env=None, python=(sys.executable, COLLECTOR)):
-    (tmp_path / 'kern.log').write_text(KERNEL_LOG)
+def run(tmp_path, nvidia_smi, health_url, env=None, python=(sys.executable, COLLECTOR), kernel_log=KERNEL_LOG,
+        extra=()):
+    (tmp_path / 'kern.log').write_text(kernel_log)
     (tmp_path / 'history.jsonl').write_text(HISTORY)
     (tmp_path / 'textfile').mkdir(exist_ok=True)
     output = tmp_path / 'textfile' / 'inferops_gpu.prom'
     argv = list(python) + ['--output', str(output), '--nvidia-smi', nvidia_smi,
                            '--kernel-log-command', 'cat %s' % (tmp_path / 'kern.log'),
                            '--history', str(tmp_path / 'history.jsonl'), '--health-url', health_url, '--timeout', '5']
+    argv += list(extra)
     environment = dict(os.environ, PYTHONPATH=os.path.join(REPO, '.collections'), **(env or {}))
     result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
     assert result.returncode == 0, result.stderr
@@ -68,6 +70,10 @@ def test_the_collector_writes_gpus_xids_health_and_baseline(tmp_path, health_ser
     assert sum(1 for line in lines if line.startswith('inferops_gpu_power_draw_watts{')) == 8
     assert 'inferops_gpu_power_draw_watts{gpu="2",bus_id="0000:03:00.0",name="NVIDIA RTX PRO 6000 Blackwell Server Edition"} 250.0' in lines
     assert 'inferops_gpu_xid_errors_total{gpu="2",bus_id="0000:03:00.0",xid="79"} 1' in lines
+    # The GPU health gate's verdict on the same readings: Xid 79 asks for a reboot.
+    assert 'inferops_gpu_healthy 0' in lines
+    assert [line for line in lines if line.startswith('inferops_gpu_health_problem{')] == [
+        'inferops_gpu_health_problem{gpu="2",bus_id="0000:03:00.0",check="xid",action="reboot"} 1']
     assert 'inferops_sglang_health_up 1' in lines
     assert 'inferops_sglang_baseline_output_throughput_tokens_per_second 1867.4' in lines
 
@@ -79,6 +85,7 @@ def test_a_failing_nvidia_smi_and_health_are_reported_as_zero(tmp_path, health_s
     lines = text.splitlines()
     assert 'inferops_gpu_query_success 0' in lines
     assert 'inferops_sglang_health_up 0' in lines
+    assert 'inferops_gpu_healthy 0' in lines
     assert not [line for line in lines if line.startswith('inferops_gpu_power')]
     assert 'cannot run /nonexistent/nvidia-smi' in stderr
     assert files == ['inferops_gpu.prom']
@@ -103,3 +110,21 @@ def test_the_files_the_role_installs_are_all_the_collector_imports(tmp_path, hea
     # -I -S: neither PYTHONPATH nor site-packages, so a module the role does not copy is missed here.
     text, _files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url, python=(sys.executable, '-I', '-S', collector))
     assert 'inferops_gpu_query_success 1' in text.splitlines()
+
+
+def test_the_gpu_health_verdict_follows_the_faults_the_lab_plants(tmp_path, health_server):
+    url, _status = health_server
+    faults = tmp_path / 'faults.json'
+    faults.write_text('{}')
+    env = {'INFEROPS_LAB_GPU_FAULTS': str(faults), 'INFEROPS_LAB_GPU_COUNT': '8'}
+    text, _files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url, env, kernel_log='', extra=['--expected-gpus', '8'])
+    assert 'inferops_gpu_healthy 1' in text.splitlines()
+    assert 'inferops_gpu_health_problem' not in text
+
+    faults.write_text(json.dumps({'1': {'row_remapping': 'failed'}, '6': {'missing': True}}))
+    text, _files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url, env, kernel_log='', extra=['--expected-gpus', '8'])
+    lines = text.splitlines()
+    assert 'inferops_gpu_healthy 0' in lines
+    assert [line for line in lines if line.startswith('inferops_gpu_health_problem{')] == [
+        'inferops_gpu_health_problem{gpu="1",bus_id="0000:02:00.0",check="row_remapping_failure",action="replace"} 1',
+        'inferops_gpu_health_problem{gpu="",bus_id="",check="gpu_count",action="reboot"} 1']
