@@ -256,15 +256,44 @@ def gpu_vm_errors(v):
             + int_range('gpu_vm_expected_gpu_count', v.get('gpu_vm_expected_gpu_count'), 1,
                         what='a GPU count', allow_none=True)
             + absolute_path('gpu_vm_cuda_home', v.get('gpu_vm_cuda_home'))
+            + cuda_releases('gpu_vm_cuda_extra_releases', v.get('gpu_vm_cuda_extra_releases', []))
             + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1))
+
+
+def optional_version(name, value):
+    """Empty keeps the release set's version; anything else must be an exact version."""
+    if isinstance(value, str) and not value.strip():
+        return []
+    return version(name, value)
+
+
+def driver_branch(name, value, allow_empty=False):
+    if allow_empty and isinstance(value, str) and not value.strip():
+        return []
+    if not isinstance(value, str) or not re.match(r'^[0-9]{3}$', value.strip()):
+        return ['%s must be an NVIDIA driver branch of three digits such as "580"%s, got %s.'
+                % (name, ' (or empty)' if allow_empty else '', show(value))]
+    return []
+
+
+def cuda_releases(name, value):
+    if not isinstance(value, list):
+        return ['%s must be a list of CUDA releases such as ["13.0"], got %s.' % (name, show(value))]
+    wrong = [item for item in value if not isinstance(item, str) or not re.match(r'^[0-9]+\.[0-9]+$', item)]
+    if wrong:
+        return ['%s must list CUDA releases as "MAJOR.MINOR" strings such as "13.0", got %s.'
+                % (name, ', '.join(show(item) for item in wrong))]
+    return []
 
 
 def sglang_errors(v):
     """Inputs of role sglang."""
     problems = []
-    for pin in PIN_VARIABLES.values():
-        problems += version(pin, v.get(pin))
+    for pin in sorted(set(PIN_VARIABLES.values())):
+        problems += optional_version(pin, v.get(pin))
     return (problems
+            + non_empty('sglang_release_set', v.get('sglang_release_set'), 'a release set name such as "0.5.9"')
+            + driver_branch('sglang_driver_branch', v.get('sglang_driver_branch'), allow_empty=True)
             + service_user('sglang_service_user', v.get('sglang_service_user'),
                            bool(v.get('sglang_allow_root_service_user')), 'sglang_allow_root_service_user')
             + absolute_path('sglang_venv_path', v.get('sglang_venv_path'))
