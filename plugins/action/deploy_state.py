@@ -17,6 +17,7 @@ import os
 from ansible.plugins.action import ActionBase
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import (
     LAYER_CODE_PATHS,
+    LAYER_EXTRA_INPUTS,
     STACK_ROLES,
     code_digest,
     inputs_fingerprint,
@@ -67,7 +68,8 @@ class ActionModule(ActionBase):
         variables.update(task_vars)
         templar = self._templar.copy_with_new_env(available_variables=variables)
         resolved = dict((name, self._resolve(templar, name)) for role in STACK_ROLES for name in names[role])
-        layers = dict((layer, inputs_fingerprint(dict((name, resolved[name]) for name in names[layer]),
+        layers = dict((layer, inputs_fingerprint(dict((name, resolved[name])
+                                                      for name in names[layer] + list(LAYER_EXTRA_INPUTS.get(layer, ()))),
                                                  code_digest(COLLECTION_ROOT, paths)))
                       for layer, paths in LAYER_CODE_PATHS.items())
         return inputs_fingerprint(resolved, code_digest(COLLECTION_ROOT)), layers

@@ -38,7 +38,10 @@ CODE_PATHS = ('roles/gpu_vm', 'roles/sglang', 'roles/sglang_server', 'roles/serv
 STACK_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
 # Layers a converge can leave alone when their own inputs are those of the last healthy
 # converge and the node is as it left them: the code each depends on (the plugins it runs).
-LAYER_CODE_PATHS = {'gpu_vm': ('roles/gpu_vm', 'plugins')}
+# gpu_vm also installs the CUDA toolkit of the SGLang release set, so the sets are its inputs too.
+LAYER_CODE_PATHS = {'gpu_vm': ('roles/gpu_vm', 'plugins', 'roles/sglang/vars/release_sets.yml')}
+# Variables of other roles that a layer's converge depends on, besides its own.
+LAYER_EXTRA_INPUTS = {'gpu_vm': ('sglang_release_set',)}
 # A long drift list helps nobody: the first few name the problem.
 MAX_REASONS_PER_KIND = 5
 

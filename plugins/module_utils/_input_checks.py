@@ -320,3 +320,29 @@ def prometheus_duration(name, value):
     if not isinstance(value, str) or not _PROMETHEUS_DURATION.match(value):
         return ['%s must be a Prometheus duration such as 30s, 2m or 15d, got %s.' % (name, show(value))]
     return []
+
+
+def optional_version(name, value):
+    """Empty keeps the release set's version; anything else must be an exact version."""
+    if isinstance(value, str) and not value.strip():
+        return []
+    return version(name, value)
+
+
+def driver_branch(name, value, allow_empty=False):
+    if allow_empty and isinstance(value, str) and not value.strip():
+        return []
+    if not isinstance(value, str) or not re.match(r'^[0-9]{3}$', value.strip()):
+        return ['%s must be an NVIDIA driver branch of three digits such as "580"%s, got %s.'
+                % (name, ' (or empty)' if allow_empty else '', show(value))]
+    return []
+
+
+def cuda_releases(name, value):
+    if not isinstance(value, list):
+        return ['%s must be a list of CUDA releases such as ["13.0"], got %s.' % (name, show(value))]
+    wrong = [item for item in value if not isinstance(item, str) or not re.match(r'^[0-9]+\.[0-9]+$', item)]
+    if wrong:
+        return ['%s must list CUDA releases as "MAJOR.MINOR" strings such as "13.0", got %s.'
+                % (name, ', '.join(show(item) for item in wrong))]
+    return []

@@ -16,8 +16,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._argument_types i
 from ansible_collections.inferops.serving.plugins.module_utils._input_checks import (
     absolute_path,
     as_float,
+    cuda_releases,
     as_int,
     disk_margin,
+    driver_branch,
     environment,
     fraction,
     int_range,
@@ -27,6 +29,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
     non_empty,
     one_line,
     optional_http_url,
+    optional_version,
     port,
     prometheus_duration,
     secret,
@@ -54,15 +57,18 @@ def gpu_vm_errors(v):
             + int_range('gpu_vm_expected_gpu_count', v.get('gpu_vm_expected_gpu_count'), 1,
                         what='a GPU count', allow_none=True)
             + absolute_path('gpu_vm_cuda_home', v.get('gpu_vm_cuda_home'))
+            + cuda_releases('gpu_vm_cuda_extra_releases', v.get('gpu_vm_cuda_extra_releases', []))
             + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1))
 
 
 def sglang_errors(v):
     """Inputs of role sglang."""
     problems = []
-    for pin in PIN_VARIABLES.values():
-        problems += version(pin, v.get(pin))
+    for pin in sorted(set(PIN_VARIABLES.values())):
+        problems += optional_version(pin, v.get(pin))
     return (problems
+            + non_empty('sglang_release_set', v.get('sglang_release_set'), 'a release set name such as "0.5.9"')
+            + driver_branch('sglang_driver_branch', v.get('sglang_driver_branch'), allow_empty=True)
             + service_user('sglang_service_user', v.get('sglang_service_user'),
                            bool(v.get('sglang_allow_root_service_user')), 'sglang_allow_root_service_user')
             + absolute_path('sglang_venv_path', v.get('sglang_venv_path'))

@@ -14,12 +14,14 @@ __metaclass__ = type
 import json
 import re
 
-# The variable that pins each package of the sglang role.
+# The variable that overrides the release set's pin of each package of the sglang role.
 PIN_VARIABLES = {
     'sglang': 'sglang_version',
     'flashinfer-python': 'sglang_flashinfer_version',
     'flashinfer-cubin': 'sglang_flashinfer_cubin_version',
     'sgl-kernel': 'sglang_sgl_kernel_version',
+    # sgl-kernel's name from SGLang 0.5.23 on; the same variable pins whichever a release set names.
+    'sglang-kernel': 'sglang_sgl_kernel_version',
     'torch': 'sglang_torch_version',
 }
 

@@ -30,8 +30,17 @@ say() { printf '[lab-image] %s\n' "$*"; }
 # the roles' real apt and pip tasks install them). Nothing else on the node changes.
 repo=$(cd "$here/../../.." && pwd)
 pin() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" "$repo/roles/$2/defaults/main.yml"; }
+# The lab installs sglang and flashinfer-python of every release set (roles/sglang/vars/release_sets.yml).
+lab_python="$repo/.venv/bin/python"
+[[ -x "$lab_python" ]] || lab_python=python3
+mapfile -t release_wheels < <("$lab_python" -c '
+import sys, yaml
+for release in yaml.safe_load(open(sys.argv[1]))["_sglang_release_sets"].values():
+    for name in ("sglang", "flashinfer-python"):
+        print("%s==%s" % (name, release["packages"][name]))
+' "$repo/roles/sglang/vars/release_sets.yml")
 cached_wheels=(
-  "sglang==$(pin sglang_version sglang)" "flashinfer-python==$(pin sglang_flashinfer_version sglang)"
+  "${release_wheels[@]}"
   "pip==$(pin sglang_venv_pip_version sglang)" "wheel==$(pin sglang_venv_wheel_version sglang)"
 )
 cached_wheels_with_deps=("sglang-router==$(pin sglang_router_version sglang_router)")
@@ -117,8 +126,16 @@ cp "$here/lab-cuda-repo.service" "$ctx/"
 mkdir "$ctx/wheelhouse"
 lab_pip=("$repo/.venv/bin/python" -m pip)
 [[ -x "$repo/.venv/bin/python" ]] || lab_pip=(python3 -m pip)
-if ! { "${lab_pip[@]}" download -q --no-deps -d "$ctx/wheelhouse" "${cached_wheels[@]}" \
-       && "${lab_pip[@]}" download -q -d "$ctx/wheelhouse" "${cached_wheels_with_deps[@]}"; } \
+# One download per wheel: pip resolves the names of one call together, and two release sets
+# name sglang twice.
+download_wheels() {
+  local wheel
+  for wheel in "${cached_wheels[@]}"; do
+    "${lab_pip[@]}" download -q --no-deps -d "$ctx/wheelhouse" "$wheel" || return 1
+  done
+  "${lab_pip[@]}" download -q -d "$ctx/wheelhouse" "${cached_wheels_with_deps[@]}"
+}
+if ! download_wheels \
      >"$LAB_BUILD_DIR/wheelhouse.log" 2>&1; then
   # Only slower: each node then downloads the wheels as a real one would.
   say "could not fetch the pinned wheels (see $LAB_BUILD_DIR/wheelhouse.log); building without them"

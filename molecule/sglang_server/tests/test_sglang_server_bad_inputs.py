@@ -39,7 +39,8 @@ VALIDATION_TASKS = (
     "Check the role's inputs before anything changes",
     "Validate the server arguments against the installed SGLang and render the command line",
     "Check that the package index offers every pinned version",
-    "Check that every package to install has a pinned version",
+    "Check that every package to install is one of the release set's",
+    "Check the release set, and that this node's driver and python3 can run it",
     "Check that the SM120 patch fits the pinned releases",
 )
 
@@ -132,7 +133,10 @@ ROWS = [
     ("sglang-version-range", "sglang", {"sglang_version": ">=0.5"}, "sglang_version", "exact version"),
     ("sglang-user-root", "sglang", {"sglang_service_user": "root"}, "sglang_service_user",
      "sglang_allow_root_service_user"),
-    ("sglang-unknown-package", "sglang", {"sglang_packages": ["vllm"]}, "sglang_packages", "must be one or more of"),
+    ("sglang-unknown-package", "sglang", {"sglang_packages": ["vllm"]}, "sglang_packages",
+     "may only name packages of release set 0.5.9"),
+    ("sglang-unknown-release-set", "sglang", {"sglang_release_set": "0.6.0"}, "sglang_release_set",
+     "known sets: 0.5.9, 0.5.23"),
     # Today's SGLang with the SM120 patch: refused by name before pip would install 0.5.23.
     ("sm120-patch-on-another-release", "sglang",
      {"sglang_sm120_allreduce_fusion_patch": True, "sglang_version": "0.5.23", "sglang_flashinfer_version": "0.7.2"},

@@ -64,8 +64,10 @@ mkdir -p "$WORK/stage/cuda-keyring/etc/apt/sources.list.d"
 printf 'deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] %s /\n' "$REPO_URL" \
     > "$WORK/stage/cuda-keyring/etc/apt/sources.list.d/cuda-debian12-x86_64.list"
 install -D -m 0755 "$NVIDIA_SMI" "$WORK/stage/nvidia-smi/usr/bin/nvidia-smi"
-mkdir -p "$WORK/stage/cuda-cudart-12-8/usr/local/cuda-12.8/targets/x86_64-linux/lib"
-ln -sfn targets/x86_64-linux/lib "$WORK/stage/cuda-cudart-12-8/usr/local/cuda-12.8/lib64"
+for release in 12.8 13.0; do
+    mkdir -p "$WORK/stage/cuda-cudart-${release/./-}/usr/local/cuda-$release/targets/x86_64-linux/lib"
+    ln -sfn targets/x86_64-linux/lib "$WORK/stage/cuda-cudart-${release/./-}/usr/local/cuda-$release/lib64"
+done
 
 for dir in "$WORK"/stage/*/; do
     name="$(basename "$dir")"

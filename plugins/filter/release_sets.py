@@ -1,0 +1,44 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import (
+    ReleaseSetError,
+    pinned_versions,
+    release_errors,
+    release_set,
+)
+
+
+def sglang_release_errors(name, sets, branch=None, nvidia_smi_output=None, python_version=None):
+    try:
+        return release_errors(name, sets, branch, nvidia_smi_output, python_version)
+    except ReleaseSetError as exc:
+        return [str(exc)]
+
+
+def sglang_release(name, sets):
+    try:
+        return release_set(name, sets)
+    except ReleaseSetError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def sglang_release_versions(release, overrides=None):
+    if not isinstance(release, dict) or 'packages' not in release:
+        raise AnsibleFilterError('sglang_release_versions: give a release set (inferops.serving.sglang_release)')
+    return pinned_versions(release, overrides)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'sglang_release': sglang_release,
+            'sglang_release_errors': sglang_release_errors,
+            'sglang_release_versions': sglang_release_versions,
+        }

@@ -1,0 +1,221 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""SGLang release sets: which packages, versions, CUDA toolkit, driver branch and Python fit together.
+
+The sets are data (roles/sglang/vars/release_sets.yml); these pure functions take them as loaded,
+resolve the versions the sglang role pins (a set, with single-version variables laid over it),
+and say, before anything changes, whether a node's driver branch and python3 can run a set.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+REQUIRED_KEYS = ('description', 'cuda', 'driver_branch_min', 'python', 'packages')
+# Every set names the SGLang distribution, FlashInfer, torch and one kernel package; the kernel
+# was published as sgl-kernel up to 0.3.x and as sglang-kernel from 0.4 on.
+REQUIRED_PACKAGES = ('sglang', 'flashinfer-python', 'torch')
+KERNEL_PACKAGES = ('sgl-kernel', 'sglang-kernel')
+# Single-version variables of the sglang role, each laid over one package of the set when not empty.
+# The kernel variable pins whichever kernel package the set names.
+OVERRIDES = (
+    ('sglang_version', 'sglang'),
+    ('sglang_flashinfer_version', 'flashinfer-python'),
+    ('sglang_flashinfer_cubin_version', 'flashinfer-cubin'),
+    ('sglang_sgl_kernel_version', KERNEL_PACKAGES),
+    ('sglang_torch_version', 'torch'),
+)
+NOTHING_CHANGED = 'Nothing was changed on this host.'
+
+
+class ReleaseSetError(ValueError):
+    """A release set that is not shipped, or data that is not a complete set."""
+
+
+def _version_key(name):
+    return [int(part) if part.isdigit() else part for part in re.split(r'[.]', str(name))]
+
+
+def _sets(sets):
+    if not isinstance(sets, dict):
+        raise ReleaseSetError('the release sets must map set names to sets, got %s' % type(sets).__name__)
+    return dict((str(name), release) for name, release in sets.items())
+
+
+def set_names(sets):
+    """The names of ``sets``, oldest SGLang line first."""
+    return sorted(sets, key=_version_key)
+
+
+def release_problems(name, release):
+    """What a set lacks or gets wrong; empty for a complete set."""
+    if not isinstance(release, dict):
+        return ['release set %s must be a mapping' % name]
+    problems = ['release set %s has no %s' % (name, key) for key in REQUIRED_KEYS if key not in release]
+    packages = release.get('packages')
+    if not isinstance(packages, dict):
+        return problems + ['release set %s: packages must map PyPI names to exact versions' % name]
+    problems += ['release set %s pins no %s' % (name, package) for package in REQUIRED_PACKAGES
+                 if package not in packages]
+    kernels = [package for package in KERNEL_PACKAGES if package in packages]
+    if len(kernels) != 1:
+        problems.append('release set %s must pin exactly one of %s, pins %s'
+                        % (name, ', '.join(KERNEL_PACKAGES), ', '.join(kernels) or 'none'))
+    problems += ['release set %s: %s is %r, not a string with an exact version' % (name, package, version)
+                 for package, version in packages.items()
+                 if not isinstance(version, str) or not re.match(r'^\d+(\.\d+)+', version)]
+    if str(packages.get('sglang', '')) != name:
+        problems.append('release set %s pins sglang %s; a set is named after its SGLang release'
+                        % (name, packages.get('sglang')))
+    if not re.match(r'^\d+\.\d+$', str(release.get('cuda', ''))):
+        problems.append('release set %s: cuda must be a CUDA release such as "12.8"' % name)
+    if not re.match(r'^\d{3}$', str(release.get('driver_branch_min', ''))):
+        problems.append('release set %s: driver_branch_min must be a driver branch such as "580"' % name)
+    try:
+        _specifier(release.get('python'))
+    except ReleaseSetError as exc:
+        problems.append('release set %s: %s' % (name, exc))
+    return problems
+
+
+def release_set(name, sets):
+    """The set called ``name`` with its name added; ReleaseSetError naming the known sets otherwise."""
+    sets = _sets(sets)
+    name = '' if name is None else str(name)
+    if name not in sets:
+        raise ReleaseSetError('sglang_release_set is %r, which is not a release set of this collection; known sets: %s.'
+                              ' Set sglang_release_set to one of them. %s'
+                              % (name, ', '.join(set_names(sets)), NOTHING_CHANGED))
+    problems = release_problems(name, sets[name])
+    if problems:
+        raise ReleaseSetError('; '.join(problems))
+    release = dict(sets[name])
+    release['name'] = name
+    release['packages'] = dict((str(package), str(version)) for package, version in release['packages'].items())
+    release['kernel_package'] = [package for package in KERNEL_PACKAGES if package in release['packages']][0]
+    return release
+
+
+def pinned_versions(release, overrides=None):
+    """Package -> version: the set's packages, each single-version variable that is not empty laid over its package.
+
+    ``overrides``: variable name (``sglang_version``) -> value; empty or missing keeps the set's version.
+    """
+    versions = dict(release['packages'])
+    for variable, package in OVERRIDES:
+        value = (overrides or {}).get(variable)
+        if value is None or str(value).strip() == '':
+            continue
+        if isinstance(package, tuple):
+            package = release.get('kernel_package') or [name for name in package if name in versions][0]
+        versions[package] = str(value).strip()
+    return versions
+
+
+def pin_variables(release):
+    """Package -> the variable that overrides its pin, for messages (the kernel's under its set name)."""
+    names = {}
+    for variable, package in OVERRIDES:
+        for name in (package if isinstance(package, tuple) else (package,)):
+            names[name] = variable
+    return names
+
+
+def driver_branch(driver_version):
+    """'580.95.05' (nvidia-smi's driver_version, first GPU) -> '580'; None when there is none."""
+    lines = [line.strip() for line in str(driver_version or '').splitlines() if line.strip()]
+    match = re.match(r'^(\d{3})(\.|$)', lines[0]) if lines else None
+    return match.group(1) if match else None
+
+
+SPECIFIER_CLAUSE = re.compile(r'^(>=|<=|==|!=|>|<)\s*(\d+(?:\.\d+)*)(\.\*)?$')
+
+
+def _specifier(text):
+    """The clauses of a Python version specifier (">=3.11,<3.14", "==3.11.*"): (operator, release, prefix)."""
+    clauses = []
+    for part in str(text if text is not None else '').split(','):
+        match = SPECIFIER_CLAUSE.match(part.strip())
+        if not match or (match.group(3) and match.group(1) not in ('==', '!=')):
+            raise ReleaseSetError('python must be a version specifier such as ">=3.11,<3.14", got %r' % (text,))
+        clauses.append((match.group(1), tuple(int(x) for x in match.group(2).split('.')), bool(match.group(3))))
+    return clauses
+
+
+def _release_tuple(version):
+    match = re.match(r'^(\d+(?:\.\d+)*)', str(version).strip())
+    if not match:
+        raise ReleaseSetError('%r is not a Python version' % (version,))
+    return tuple(int(x) for x in match.group(1).split('.'))
+
+
+def _clause_holds(version, operator, release, prefix):
+    if prefix:
+        same = version[:len(release)] == release
+        return same if operator == '==' else not same
+    # Missing parts count as zero, as PEP 440 pads releases ("3.11" == "3.11.0").
+    width = max(len(version), len(release))
+    left = version + (0,) * (width - len(version))
+    right = release + (0,) * (width - len(release))
+    return {'>=': left >= right, '<=': left <= right, '>': left > right, '<': left < right,
+            '==': left == right, '!=': left != right}[operator]
+
+
+def python_fits(release, python_version):
+    """Whether python3 ``X.Y.Z`` is one the set's wheels exist for."""
+    version = _release_tuple(python_version)
+    return all(_clause_holds(version, *clause) for clause in _specifier(release.get('python')))
+
+
+def _fitting(sets, test):
+    return [name for name in set_names(sets) if not release_problems(name, sets[name]) and test(sets[name])]
+
+
+def node_errors(release, branch, branch_source, python_version, sets):
+    """Why the node cannot run ``release``: its driver branch is below the set's minimum, or its
+    python3 is not one the set's wheels exist for. Unknown values (None) are not judged."""
+    sets = _sets(sets)
+    name = release['name']
+    problems = []
+    minimum = int(release['driver_branch_min'])
+    if branch is not None and int(branch) < minimum:
+        others = _fitting(sets, lambda other: int(other['driver_branch_min']) <= int(branch))
+        problems.append(
+            'sglang_release_set %s needs NVIDIA driver branch %d or later (CUDA %s), but the node\'s driver is branch %s'
+            ' (%s). Raise gpu_vm_driver_branch to %d or later, or pick a release set that branch %s runs%s. %s'
+            % (name, minimum, release['cuda'], branch, branch_source, minimum, branch,
+               ' (%s)' % ', '.join(others) if others else ' (none ships)', NOTHING_CHANGED))
+    if python_version is not None and not python_fits(release, python_version):
+        others = _fitting(sets, lambda other: python_fits(other, python_version))
+        problems.append(
+            'sglang_release_set %s needs python3 %s (the Python versions its wheels exist for), but the node\'s'
+            ' /usr/bin/python3 is %s. Pick a release set for Python %s%s, or use an OS image whose python3 the set'
+            ' supports. %s'
+            % (name, release['python'], python_version, python_version,
+               ' (%s)' % ', '.join(others) if others else ' (none ships)', NOTHING_CHANGED))
+    return problems
+
+
+def node_driver(branch, nvidia_smi_output):
+    """The node's driver branch and where it was read: ``branch`` when given (sglang_driver_branch),
+    else the first GPU's driver_version in nvidia-smi's output; (None, None) when neither says."""
+    if str(branch if branch is not None else '').strip():
+        return str(branch).strip(), 'sglang_driver_branch is %s' % str(branch).strip()
+    found = driver_branch(nvidia_smi_output)
+    if found is None:
+        return None, None
+    return found, 'nvidia-smi reports driver %s' % str(nvidia_smi_output).strip().splitlines()[0].strip()
+
+
+def release_errors(name, sets, branch=None, nvidia_smi_output=None, python_version=None):
+    """Every reason not to install set ``name`` on this node: not a shipped set, an incomplete set,
+    a driver branch below its minimum, a python3 its wheels do not exist for."""
+    try:
+        release = release_set(name, sets)
+    except ReleaseSetError as exc:
+        return [str(exc)]
+    node_branch, source = node_driver(branch, nvidia_smi_output)
+    python_version = str(python_version).strip() if python_version is not None and str(python_version).strip() else None
+    return node_errors(release, node_branch, source, python_version, sets)
