@@ -20,6 +20,11 @@ object keyed by the GPU's slot (0 to 7, its bus 01..08 whatever nvidia-smi numbe
   missing                true: nvidia-smi does not list the GPU at all (fell off the bus, failed to
                          initialise); the others keep their bus and are numbered without a gap
 
+In the Proxmox lab (a guest whose /etc/inferops-lab/vm-hw names the VM hardware file the
+host's qm writes), `"vm_boot_id": "<the VM's boot id>"` beside the slots ties the faults to that
+start of the VM: a later start is a new QEMU process, which resets the passed-through GPUs, so
+the faults are gone, as a power cycle clears them on real hardware.
+
 An absent, empty or unreadable file means no fault. Fatal Xids are not nvidia-smi's: they are
 kernel log lines, which the lab keeps in /run/inferops-lab/kernel.log (see sim/nvidia-smi).
 """
@@ -28,19 +33,39 @@ import json
 import os
 
 FAULTS_FILE = "/run/inferops-lab/gpu-faults.json"
+VM_HW_KNOB = "/etc/inferops-lab/vm-hw"
 FAULT_KEYS = ("recovery_action", "row_remapping", "ecc_uncorrectable", "retired_pages_pending",
               "persistence_mode", "missing")
 DTD = "nvsmi_device_v13.dtd"
 
 
+def vm_hardware():
+    """What the lab's Proxmox host gave this VM at its last start, or None outside that lab."""
+    path = os.environ.get("INFEROPS_LAB_VM_HW")
+    if not path:
+        try:
+            with open(VM_HW_KNOB) as handle:
+                path = handle.read().strip()
+        except OSError:
+            return None
+    try:
+        with open(path) as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
+
+
 def faults():
-    """{slot: {fault: value}} as planted; {} when nothing is."""
+    """{slot: {fault: value}} as planted; {} when nothing is, or when the VM they were planted
+    on has been started again since."""
     try:
         with open(os.environ.get("INFEROPS_LAB_GPU_FAULTS") or FAULTS_FILE) as handle:
             planted = json.load(handle)
     except (OSError, ValueError):
         return {}
     if not isinstance(planted, dict):
+        return {}
+    if "vm_boot_id" in planted and (vm_hardware() or {}).get("boot_id") != planted["vm_boot_id"]:
         return {}
     found = {}
     for slot, values in planted.items():
