@@ -4,12 +4,18 @@ Each test kills a process with SIGKILL (as a crash would) or restarts a lab host
 reboot: systemd shuts down, /run and /tmp are emptied, systemd boots again), then times how long
 it takes until the part serves again, and prints the figure. The bounds are generous on purpose:
 they catch a part that does not come back, while the printed figures are what the README states.
+Every test runs under load: a client sends chat requests to the GPU node's server from the
+controller throughout, and a part that serves counts as back only once the client's requests
+succeed again.
 Runs after the checks that read the converged nodes and before test_redeploys.py.
 """
 import json
 import subprocess
+import threading
 import time
+import urllib.request
 
+import pytest
 import testinfra
 
 JOURNAL_UNITS = ["sglang", "prometheus-node-exporter", "prometheus"]
@@ -17,6 +23,61 @@ testinfra_hosts = ["lab-default"]
 API_KEY = "lab-api-key-not-a-secret"  # the lab inventory's made-up key
 PROMETHEUS_HOST = "lab-default-prom"
 BOUND = 120
+
+
+class Clients:
+    """One client after another, each a short chat request to the GPU node's server; remembers
+    when each answer arrived and whether it succeeded."""
+
+    def __init__(self, url):
+        self.url = url
+        self.answers = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _request(self):
+        body = json.dumps({"model": "glm-5", "max_tokens": 4,
+                           "messages": [{"role": "user", "content": "Say hi."}]}).encode()
+        request = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers={
+            "Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status == 200 and bool(json.load(response)["choices"])
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                ok = self._request()
+            except Exception:  # pylint: disable=broad-except  # a refused or dropped request is a failed one
+                ok = False
+            self.answers.append((time.monotonic(), ok))
+            self._stop.wait(0.2)
+
+    def served_since(self, moment):
+        return any(ok for at, ok in self.answers if at > moment)
+
+    def failed_since(self, moment):
+        return sum(1 for at, ok in self.answers if at > moment and not ok)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(15)
+
+
+@pytest.fixture(scope="module")
+def clients():
+    address = subprocess.run(
+        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", "lab-default"],
+        check=True, capture_output=True, text=True).stdout.split()[0]
+    with Clients("http://%s:8000" % address) as load:
+        deadline = time.monotonic() + BOUND
+        while not load.served_since(0):
+            assert time.monotonic() < deadline, "the server answers no client before the recovery tests"
+            time.sleep(0.5)
+        yield load
 
 
 def _wait(what, ready, capsys):
@@ -61,20 +122,24 @@ def _reboot(container):
     subprocess.run(["docker", "restart", "--time", "60", container], check=True, capture_output=True)
 
 
-def test_the_server_comes_back_after_a_crash(host, journal, capsys):
+def test_the_server_comes_back_after_a_crash(host, journal, clients, capsys):
     before = _kill(host, "sglang")
+    killed = time.monotonic()
     _wait("sglang.service after SIGKILL",
-          lambda: _main_pid(host, "sglang") not in (before, "0") and _serves(host), capsys)
+          lambda: _main_pid(host, "sglang") not in (before, "0") and _serves(host) and clients.served_since(killed),
+          capsys)
+    with capsys.disabled():
+        print("[recovery] requests that failed meanwhile: %d" % clients.failed_since(killed))
 
 
-def test_the_node_exporter_comes_back_after_a_crash_with_the_gpu_metrics(host, journal, capsys):
+def test_the_node_exporter_comes_back_after_a_crash_with_the_gpu_metrics(host, journal, clients, capsys):
     before = _kill(host, "prometheus-node-exporter")
     _wait("prometheus-node-exporter.service after SIGKILL",
           lambda: _main_pid(host, "prometheus-node-exporter") not in (before, "0")
           and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics"), capsys)
 
 
-def test_prometheus_comes_back_after_a_crash_and_scrapes_again(journal, capsys):
+def test_prometheus_comes_back_after_a_crash_and_scrapes_again(journal, clients, capsys):
     prometheus = testinfra.get_host("docker://" + PROMETHEUS_HOST)
     before = _kill(prometheus, "prometheus")
     _wait("prometheus.service after SIGKILL",
@@ -82,16 +147,20 @@ def test_prometheus_comes_back_after_a_crash_and_scrapes_again(journal, capsys):
           capsys)
 
 
-def test_the_gpu_node_serves_again_after_a_reboot(host, journal, capsys):
+def test_the_gpu_node_serves_again_after_a_reboot(host, journal, clients, capsys):
     # A container shares the host's kernel (and boot id): the server's start time tells the boots apart.
     started = host.check_output("systemctl show -p ActiveEnterTimestamp sglang")
     _reboot("lab-default")
+    rebooted = time.monotonic()
     _wait("the GPU node after a reboot (server, GPU metrics)",
           lambda: host.check_output("systemctl show -p ActiveEnterTimestamp sglang") != started and _serves(host)
-          and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics"), capsys)
+          and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics")
+          and clients.served_since(rebooted), capsys)
+    with capsys.disabled():
+        print("[recovery] requests that failed meanwhile: %d" % clients.failed_since(rebooted))
 
 
-def test_the_monitoring_host_scrapes_again_after_a_reboot(journal, capsys):
+def test_the_monitoring_host_scrapes_again_after_a_reboot(journal, clients, capsys):
     prometheus = testinfra.get_host("docker://" + PROMETHEUS_HOST)
     started = prometheus.check_output("systemctl show -p ActiveEnterTimestamp prometheus")
     _reboot(PROMETHEUS_HOST)
