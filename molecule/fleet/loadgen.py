@@ -119,6 +119,8 @@ def main():
     if "rollout_start" in marks:
         report["before"] = phase(0, marks["rollout_start"])
         report["during"] = phase(marks["rollout_start"], marks.get("rollout_end", float("inf")))
+    if "rollout_end" in marks:
+        report["after"] = phase(marks["rollout_end"], float("inf"))
     with open(args.out, "w") as handle:
         json.dump(report, handle, indent=2)
     print(json.dumps(report))
