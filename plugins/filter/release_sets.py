@@ -13,6 +13,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_s
     release_errors,
     release_set,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs import VenvError, venv_name
 
 
 def sglang_release_errors(name, sets, branch=None, nvidia_smi_output=None, python_version=None):
@@ -35,10 +36,18 @@ def sglang_release_versions(release, overrides=None):
     return pinned_versions(release, overrides)
 
 
+def sglang_venv_name(name, versions, packages, install_dependencies):
+    try:
+        return venv_name(name, versions, packages, install_dependencies)
+    except VenvError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'sglang_release': sglang_release,
             'sglang_release_errors': sglang_release_errors,
             'sglang_release_versions': sglang_release_versions,
+            'sglang_venv_name': sglang_venv_name,
         }

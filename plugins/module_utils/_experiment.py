@@ -11,6 +11,7 @@
           sglang_sm120_allreduce_fusion_patch: true
           sglang_server_extra_args:
             enable-flashinfer-allreduce-fusion: true
+        inconclusive: keep                       # optional: what stays when the change is within the noise
 
 The baseline is the inventory without any overlay. The overlay never goes to a file: the
 serving role lays it over the inventory as facts and, on rollback, sets the same variables
@@ -28,7 +29,10 @@ import re
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import OBJECTIVES
 from ansible_collections.inferops.serving.plugins.module_utils._statistics import t95
 
-ENTRY_KEYS = ('description', 'requires', 'vars')
+# ``inconclusive``: what an experiment says stays when the gate finds its change within the noise
+# (serving_gate_inconclusive otherwise; one of INCONCLUSIVE_ACTIONS): an upgrade that is neither
+# slower nor answers differently is worth keeping, a tuning knob is not.
+ENTRY_KEYS = ('description', 'requires', 'vars', 'inconclusive')
 _VAR_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 
 
@@ -80,6 +84,9 @@ def validate(experiments):
         requires = entry.get('requires') or []
         if isinstance(requires, (str, bytes)) or not all(isinstance(r, str) for r in requires):
             raise ExperimentError('%s.requires must be a list of nccl_topology fact names' % where)
+        if entry.get('inconclusive') is not None and entry.get('inconclusive') not in INCONCLUSIVE_ACTIONS:
+            raise ExperimentError('%s.inconclusive must be %s, got %r'
+                                  % (where, ' or '.join(INCONCLUSIVE_ACTIONS), entry.get('inconclusive')))
 
 
 def check_variables(name, overlay, known_variables):
@@ -164,6 +171,8 @@ def plan(experiments, name, topology, force=False, current=None, known_variables
         'refused': bool(blocked_by) and not force,
         'forced': bool(blocked_by) and bool(force),
         'restore': restore,
+        # None: serving_gate_inconclusive decides.
+        'inconclusive': entry.get('inconclusive'),
     }
 
 

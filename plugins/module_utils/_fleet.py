@@ -82,7 +82,8 @@ def rollout_batches(hosts, replica_of, replicas_per_batch=1):
 NODE_NEW = 'new'            # never deployed by this collection: serves nothing yet
 NODE_CHANGES = 'changes'    # deployed, and a deploy would restart its server
 NODE_CURRENT = 'current'    # deployed, and a deploy would change nothing on its server
-NODE_STATES = (NODE_NEW, NODE_CHANGES, NODE_CURRENT)
+NODE_UNFIT = 'unfit'        # would change, but its GPUs are not fit to serve: held back, out of the router
+NODE_STATES = (NODE_NEW, NODE_CHANGES, NODE_CURRENT, NODE_UNFIT)
 
 
 def node_plan_state(deployed_before, would_restart):
@@ -98,9 +99,12 @@ def replica_rollout(nodes, plan):
     Its nodes restart together, so the replica changes when any node does. A replica whose
     nodes are all new serves nothing yet and can be deployed with the other new ones at once,
     without a drain. A node the plan has no answer for (its check did not run) is taken as
-    changing: the careful, drained path.
+    changing: the careful, drained path. A replica with a node whose GPUs are not fit to serve
+    is held back whole: its nodes restart together, and one cannot serve.
     """
     states = [plan.get(node) for node in nodes]
+    if NODE_UNFIT in states:
+        return NODE_UNFIT
     if any(state not in NODE_STATES for state in states):
         return NODE_CHANGES
     if states and all(state == NODE_NEW for state in states):

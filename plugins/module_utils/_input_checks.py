@@ -23,6 +23,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     flag_looks_secret,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import flag_name
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import release_problems
 
 ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 # PEP 440, the forms a pin uses (release, pre/post/dev, local).
@@ -346,3 +347,15 @@ def cuda_releases(name, value):
         return ['%s must list CUDA releases as "MAJOR.MINOR" strings such as "13.0", got %s.'
                 % (name, ', '.join(show(item) for item in wrong))]
     return []
+
+
+def release_sets(name, value):
+    """The inventory's own SGLang release sets, each complete (as the shipped ones are)."""
+    if not isinstance(value, dict):
+        return ['%s must be a mapping of release set names to sets, got %s.' % (name, show(value))]
+    problems = []
+    for set_name in sorted(value, key=str):
+        wrong = release_problems(str(set_name), value[set_name])
+        if wrong:
+            problems.append('%s: %s (see the role\'s vars/release_sets.yml for complete sets).' % (name, '; '.join(wrong)))
+    return problems

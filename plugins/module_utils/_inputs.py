@@ -32,6 +32,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
     optional_version,
     port,
     prometheus_duration,
+    release_sets,
     secret,
     secrets_in_args,
     serial,
@@ -71,7 +72,9 @@ def sglang_errors(v):
             + driver_branch('sglang_driver_branch', v.get('sglang_driver_branch'), allow_empty=True)
             + service_user('sglang_service_user', v.get('sglang_service_user'),
                            bool(v.get('sglang_allow_root_service_user')), 'sglang_allow_root_service_user')
-            + absolute_path('sglang_venv_path', v.get('sglang_venv_path'))
+            + absolute_path('sglang_venvs_dir', v.get('sglang_venvs_dir'))
+            + int_range('sglang_venvs_keep', v.get('sglang_venvs_keep'), 1, what='a number of venvs')
+            + release_sets('sglang_release_sets', v.get('sglang_release_sets'))
             + service_user('sglang_service_group', v.get('sglang_service_group'), True)
             + absolute_path('sglang_state_dir', v.get('sglang_state_dir'))
             + version('sglang_venv_pip_version', v.get('sglang_venv_pip_version'))

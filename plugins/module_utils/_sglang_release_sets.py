@@ -49,6 +49,14 @@ def set_names(sets):
     return sorted(sets, key=_version_key)
 
 
+def set_name_fits(name, sglang_version):
+    """Whether ``name`` names a set of SGLang ``sglang_version``: the version itself ("0.5.23") or
+    the version and a label ("0.5.23-cu128"), so that one SGLang release can have sets for two CUDA
+    stacks; the name is also part of the set's venv folder name."""
+    version = str(sglang_version or '')
+    return bool(version) and (name == version or bool(re.match(r'^%s-[0-9a-z][0-9a-z.]*$' % re.escape(version), name)))
+
+
 def release_problems(name, release):
     """What a set lacks or gets wrong; empty for a complete set."""
     if not isinstance(release, dict):
@@ -66,9 +74,10 @@ def release_problems(name, release):
     problems += ['release set %s: %s is %r, not a string with an exact version' % (name, package, version)
                  for package, version in packages.items()
                  if not isinstance(version, str) or not re.match(r'^\d+(\.\d+)+', version)]
-    if str(packages.get('sglang', '')) != name:
-        problems.append('release set %s pins sglang %s; a set is named after its SGLang release'
-                        % (name, packages.get('sglang')))
+    if not set_name_fits(name, packages.get('sglang')):
+        problems.append('release set %s pins sglang %s; a set is named after its SGLang release, optionally with'
+                        ' a label (%s or %s-<label>, the label of letters, digits and dots)'
+                        % (name, packages.get('sglang'), packages.get('sglang'), packages.get('sglang')))
     if not re.match(r'^\d+\.\d+$', str(release.get('cuda', ''))):
         problems.append('release set %s: cuda must be a CUDA release such as "12.8"' % name)
     if not re.match(r'^\d{3}$', str(release.get('driver_branch_min', ''))):
@@ -85,8 +94,9 @@ def release_set(name, sets):
     sets = _sets(sets)
     name = '' if name is None else str(name)
     if name not in sets:
-        raise ReleaseSetError('sglang_release_set is %r, which is not a release set of this collection; known sets: %s.'
-                              ' Set sglang_release_set to one of them. %s'
+        raise ReleaseSetError('sglang_release_set is %r, which is neither a release set of this collection nor one'
+                              ' of sglang_release_sets; known sets: %s. Set sglang_release_set to one of them, or'
+                              ' add the set to sglang_release_sets. %s'
                               % (name, ', '.join(set_names(sets)), NOTHING_CHANGED))
     problems = release_problems(name, sets[name])
     if problems:

@@ -83,20 +83,21 @@ def test_secrets_live_only_in_the_root_only_environment_file(host):
 
 
 def test_installed_stack_is_pristine_against_pip_record(host):
-    python = "/opt/sglang/venv/bin/python"
+    venv = host.check_output("ls -d /opt/sglang/venvs/0.5.9-*")
+    python = venv + "/bin/python"
     for dist, version in (("sglang", "0.5.9"), ("flashinfer_python", "0.6.3")):
         out = host.check_output(
             "%s -c \"import importlib.metadata as m; print(m.version('%s'))\"", python, dist)
         assert out == version
     modified = host.check_output(
-        "cd /opt/sglang/venv/lib/python3.11/site-packages && "
+        "cd %s/lib/python3.11/site-packages && "
         "for rec in sglang-0.5.9.dist-info/RECORD flashinfer_python-0.6.3.dist-info/RECORD; do "
         "python3 -c \"import csv,hashlib,base64,sys\n"
         "for row in csv.reader(open(sys.argv[1])):\n"
         "  p,h=row[0],row[1]\n"
         "  if not h: continue\n"
         "  d=base64.urlsafe_b64encode(hashlib.sha256(open(p,'rb').read()).digest()).rstrip(b'=').decode()\n"
-        "  print(p) if 'sha256='+d!=h else None\" $rec; done")
+        "  print(p) if 'sha256='+d!=h else None\" $rec; done", venv)
     assert modified == ""
 
 

@@ -18,7 +18,7 @@ PATCHED_FILES = {
 # Compares each file with the sha256 pip recorded for it in its distribution's RECORD.
 RECORD_CHECK = r"""
 import base64, glob, hashlib, json, sys
-site = glob.glob('/opt/sglang/venv/lib/python3*/site-packages')[0]
+site = glob.glob('/opt/sglang/venvs/0.5.9-*/lib/python3*/site-packages')[0]
 wanted = json.loads(sys.argv[1])
 result = {}
 for dist, paths in wanted.items():

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-VENV = "/opt/sglang/venv"
+VENVS = "/opt/sglang/venvs"
 STATE_DIR = "/var/lib/sglang"
 PATCHED = {
     "sglang": ["sglang/srt/layers/communicator.py", "sglang/srt/server_args.py"],
@@ -33,23 +33,31 @@ print(json.dumps(out))
 """
 
 
-def _installed(host):
-    out = host.check_output(f"{VENV}/bin/pip list --format=json --disable-pip-version-check")
+@pytest.fixture
+def venv(host):
+    """The venv of the default release set (the side effect installed 0.5.23 beside it, and went back)."""
+    found = host.check_output(f"ls -d {VENVS}/0.5.9-*").split()
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _installed(host, venv):
+    out = host.check_output(f"{venv}/bin/pip list --format=json --disable-pip-version-check")
     return {p["name"].lower(): p["version"] for p in json.loads(out)}
 
 
-def test_pinned_versions_installed(host):
-    installed = _installed(host)
+def test_pinned_versions_installed(host, venv):
+    installed = _installed(host, venv)
     assert installed.get("sglang") == "0.5.9"
     assert installed.get("flashinfer-python") == "0.6.3"
 
 
-def test_flashinfer_jit_cache_not_installed(host):
-    assert "flashinfer-jit-cache" not in _installed(host)
+def test_flashinfer_jit_cache_not_installed(host, venv):
+    assert "flashinfer-jit-cache" not in _installed(host, venv)
 
 
-def test_constraints_file_pins_every_version(host):
-    constraints = host.file(f"{VENV}/inferops-constraints.txt")
+def test_constraints_file_pins_every_version(host, venv):
+    constraints = host.file(f"{venv}/inferops-constraints.txt")
     assert constraints.exists
     assert constraints.user == "sglang"
     lines = {line for line in constraints.content_string.splitlines() if line and not line.startswith("#")}
@@ -63,15 +71,15 @@ def test_constraints_file_pins_every_version(host):
 
 
 @pytest.mark.parametrize("distribution", sorted(PATCHED))
-def test_patch_off_leaves_files_as_pip_installed(host, distribution):
+def test_patch_off_leaves_files_as_pip_installed(host, venv, distribution):
     paths = PATCHED[distribution]
-    cmd = host.run(f"{VENV}/bin/python -c %s %s" + " %s" * len(paths), RECORD_CHECK, distribution, *paths)
+    cmd = host.run(f"{venv}/bin/python -c %s %s" + " %s" * len(paths), RECORD_CHECK, distribution, *paths)
     assert cmd.rc == 0, cmd.stderr
     assert json.loads(cmd.stdout) == {path: "ok" for path in paths}
 
 
-def test_restored_files_still_belong_to_the_service_user(host):
-    site = host.check_output(f"{VENV}/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'")
+def test_restored_files_still_belong_to_the_service_user(host, venv):
+    site = host.check_output(f"{venv}/bin/python -c 'import sysconfig; print(sysconfig.get_path(\"purelib\"))'")
     for paths in PATCHED.values():
         for rel in paths:
             restored = host.file(f"{site}/{rel}")
@@ -99,21 +107,29 @@ def test_service_caches_belong_to_the_service_user(host, path):
     assert cache.mode == 0o750
 
 
-def test_venv_belongs_to_the_service_user(host):
+def test_venv_belongs_to_the_service_user(host, venv):
     user = host.user('sglang')
     assert user.exists
     assert user.shell in ('/usr/sbin/nologin', '/sbin/nologin')
     assert user.home == '/var/lib/sglang'
     assert user.uid < 1000  # system user
-    for path in ('/opt/sglang/venv', '/opt/sglang/venv/bin/pip', '/opt/sglang/venv/pyvenv.cfg', '/opt/sglang/venv/lib'):
+    for path in (venv, venv + '/bin/pip', venv + '/pyvenv.cfg', venv + '/lib'):
         assert host.file(path).user == 'sglang', path
     # Built on the system interpreter, not a copy in /root.
-    cfg = host.file('/opt/sglang/venv/pyvenv.cfg').content_string
+    cfg = host.file(venv + '/pyvenv.cfg').content_string
     assert re.search(r'^home = /usr/bin$', cfg, re.M)
     assert not host.file('/root/ml-env').exists
 
 
-def test_venv_has_pinned_pip_and_wheel(host):
-    freeze = host.check_output('/opt/sglang/venv/bin/python -m pip list --format=freeze')
+def test_venv_has_pinned_pip_and_wheel(host, venv):
+    freeze = host.check_output(venv + '/bin/python -m pip list --format=freeze')
     assert 'pip==25.3' in freeze.splitlines()
     assert 'wheel==0.45.1' in freeze.splitlines()
+
+
+def test_each_release_set_has_a_venv_of_its_own_under_the_root_owned_folder(host):
+    folder = host.file(VENVS)
+    assert folder.user == "root" and folder.mode == 0o755
+    names = sorted(host.check_output(f"ls {VENVS}").split())
+    # The side effect installed 0.5.23 beside 0.5.9 and went back; nothing pruned them (only deploys do).
+    assert [re.sub(r"-[0-9a-f]{8}$", "", name) for name in names if not name.endswith(".json")] == ["0.5.23", "0.5.9"], names

@@ -76,11 +76,19 @@ def test_merge_replaces_non_mappings():
     ({'x': {'vars': {'a': 1}, 'requries': []}}, 'x', 'unknown keys requries'),
     ({'x': {'vars': {'a-b': 1}}}, 'x', 'not variable names: a-b'),
     ({'x': {'vars': {'a': 1}, 'requires': 'nvlink'}}, 'x', 'requires must be a list'),
+    ({'x': {'vars': {'a': 1}, 'inconclusive': 'stay'}}, 'x', "x.inconclusive must be rollback or keep, got 'stay'"),
     ([], 'x', 'must be a mapping'),
 ])
 def test_bad_definitions_fail_with_what_to_change(experiments, name, message):
     with pytest.raises(ExperimentError, match=message):
         plan(experiments, name, NO_P2P)
+
+
+def test_an_experiment_may_say_what_stays_when_its_change_is_within_the_noise():
+    upgrade = {'upgrade': {'vars': {'sglang_release_set': '0.5.23'}, 'inconclusive': 'keep'}}
+    assert plan(upgrade, 'upgrade', NO_P2P)['inconclusive'] == 'keep'
+    # Without it, serving_gate_inconclusive decides.
+    assert plan(FUSION, 'more_requests', NO_P2P)['inconclusive'] is None
 
 
 def test_a_misspelt_overlay_variable_is_named_with_the_closest_one():

@@ -78,6 +78,10 @@ def test_a_node_is_new_until_deployed_then_changes_only_when_its_server_would_re
     # No answer for a node (its check did not run), or an answer not understood: the careful path.
     ({'a': 'new'}, 'changes'),
     ({'a': 'current', 'b': True}, 'changes'),
+    # A node whose GPUs are not fit to serve holds its whole replica back, whatever the other says.
+    ({'a': 'unfit', 'b': 'current'}, 'unfit'),
+    ({'a': 'changes', 'b': 'unfit'}, 'unfit'),
+    ({'a': 'unfit'}, 'unfit'),
 ])
 def test_a_replica_takes_the_path_of_its_nodes(plan, path):
     assert replica_rollout(['a', 'b'], plan) == path
