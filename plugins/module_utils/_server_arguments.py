@@ -59,6 +59,27 @@ def effective_arguments(*layers):
     return merged
 
 
+def dropped_flags(*layers):
+    """For each layer, the keys that never reach the command line because a later layer removes them
+    (``false`` or ``null`` last): a flag an upgrade's overlay removes (one the new SGLang no longer
+    has) is not checked against that SGLang in the layer below it."""
+    final = {}
+    for index, layer in enumerate(layers):
+        if isinstance(layer, dict):
+            for key, value in layer.items():
+                final[flag_name(key)] = (index, value is None or value is False)
+    dropped = []
+    for index, layer in enumerate(layers):
+        keys = set()
+        if isinstance(layer, dict):
+            for key in layer:
+                last, removed = final[flag_name(key)]
+                if removed and last > index:
+                    keys.add(key)
+        dropped.append(keys)
+    return dropped
+
+
 def whole_number(flag, value):
     """The value of a flag that takes a whole number, or ServerArgumentsError saying what is wrong."""
     if isinstance(value, bool):

@@ -22,7 +22,11 @@ import difflib
 import json
 
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import SERVER_SECRET_DESTS
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import is_loopback, server_address
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+    dropped_flags,
+    is_loopback,
+    server_address,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import (
     SystemdQuoteError,
     systemd_quote,
@@ -169,6 +173,12 @@ def canonicalize(spec, args, layer='sglang_server_args'):
         try:
             canonical, spelling, note = resolve_option(spec, key)
         except SglangServerArgsError as exc:
+            if value is None or value is False:
+                # Removing what this SGLang does not have (an upgrade's overlay dropping a flag the old
+                # release had) leaves the command line as it is.
+                notes.append('%s: %s is removed (%s) and is not an option of this SGLang either'
+                             % (layer, key, 'false' if value is False else 'null'))
+                continue
             errors.append('%s: %s' % (layer, exc))
             continue
         option = spec['options'][canonical]
@@ -343,9 +353,12 @@ def build_server_command(spec, args, extra_args=None, recommended_args=None, gpu
     except SglangServerArgsError as exc:
         errors.append(str(exc))
         recommended = {}
-    for name, layer in (('recommended sglang args', recommended),
-                        ('sglang_server_args', args),
-                        ('sglang_server_extra_args', extra_args)):
+    named_layers = (('recommended sglang args', recommended), ('sglang_server_args', args),
+                    ('sglang_server_extra_args', extra_args))
+    dropped = dropped_flags(*[layer for _name, layer in named_layers])
+    for (name, layer), skip in zip(named_layers, dropped):
+        if isinstance(layer, dict):
+            layer = dict((key, value) for key, value in layer.items() if key not in skip)
         mapping, layer_spellings, layer_errors, layer_notes = canonicalize(spec, layer, name)
         errors.extend(layer_errors)
         notes.extend(layer_notes)

@@ -51,3 +51,14 @@ def test_the_port_as_prometheus_reads_it():
     assert server_port(None, None, 8000) == 8000
     with pytest.raises(ServerArgumentsError, match='--port needs a whole number'):
         server_port({'port': 'http'})
+
+
+def test_dropped_flags_are_those_a_later_layer_removes_last():
+    from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import dropped_flags
+    topology = {'nsa-decode-backend': 'trtllm'}
+    inventory = {'nsa_decode_backend': 'trtllm', 'tp': 8, 'port': 8000}
+    overlay = {'--nsa-decode-backend': False, 'tensor-parallel-size': None, 'dsa-decode-backend': 'trtllm'}
+    assert dropped_flags(topology, inventory, overlay) == [{'nsa-decode-backend'}, {'nsa_decode_backend', 'tp'}, set()]
+    # Set again after a removal: kept.
+    assert dropped_flags({'a': 1}, {'a': False}, {'a': 2}) == [set(), set(), set()]
+    assert dropped_flags(None, {'a': 1}) == [set(), set()]

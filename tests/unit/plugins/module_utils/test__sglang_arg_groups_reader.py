@@ -324,3 +324,34 @@ def test_declarations_without_options_are_an_error(tmp_path, synthetic_files):
     synthetic_files['sglang/srt/arg_groups/fields/extra.py'] = 'class Extra:\n    _NS_PATH = "extra"\n'
     with pytest.raises(SglangSourceError, match='no field of the arg_groups declarations is a command line option'):
         parse_arg_groups(_tree(tmp_path, synthetic_files))
+
+
+def _shipped(*path):
+    import yaml
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+    with open(os.path.join(root, *path)) as handle:
+        return yaml.safe_load(handle)
+
+
+def test_the_shipped_upgrade_overlay_makes_the_seed_arguments_those_of_0_5_23(spec):
+    seed = _shipped('roles', 'sglang_server', 'defaults', 'main.yml')['sglang_server_args']
+    upgrade = _shipped('roles', 'serving', 'vars', 'main.yml')['_serving_shipped_experiments']['sglang_upgrade_0_5_23']
+    assert upgrade['vars']['sglang_release_set'] == '0.5.23'
+    # The seed's own arguments name flags 0.5.23 no longer has ...
+    assert any('nsa-decode-backend' in error for error in build_server_command(spec, seed)['errors'])
+    # ... which the overlay removes (false) and replaces: nothing left to refuse.
+    result = build_server_command(spec, seed, upgrade['vars']['sglang_server_extra_args'])
+    assert result['errors'] == []
+    assert '--dsa-decode-backend' in result['argv'] and '--nsa-decode-backend' not in result['argv']
+    assert any('nsa-decode-backend is removed (false) and is not an option of this SGLang' in note
+               for note in result['notes'])
+
+
+def test_a_flag_a_later_layer_removes_is_not_checked_below_it(spec):
+    result = build_server_command(spec, {'model-path': 'org/model', 'no-such-flag': 'x', 'tp-size': 'eight'},
+                                  {'no-such-flag': False, 'tp-size': None})
+    assert result['errors'] == []
+    # A flag the later layer sets again is checked as set there.
+    result = build_server_command(spec, {'model-path': 'org/model', 'no-such-flag': False},
+                                  {'no-such-flag': 'x'})
+    assert any('no-such-flag' in error for error in result['errors'])
