@@ -31,10 +31,10 @@ def journal_on_failure(request, host):
         print(host.run("cat /var/lib/sglang/model-download.log").stdout)
 
 
-def converge(extra_vars=None):
-    """Run the scenario's converge playbook again; returns (rc, combined output)."""
+def converge(extra_vars=None, playbook="converge.yml"):
+    """Run one of the scenario's playbooks (its converge by default); returns (rc, combined output)."""
     scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], os.path.join(scenario, "converge.yml")]
+    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], os.path.join(scenario, playbook)]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
@@ -71,6 +71,26 @@ def test_the_server_serves_the_pinned_commit_it_verified(host):
     assert HF_TOKEN not in host.check_output("cat /var/lib/sglang/model-download.log /var/lib/sglang/model-weights.json")
     assert host.service("sglang").is_running
     hub_downloads(host)
+
+
+def test_weights_staged_ahead_are_downloaded_beside_the_running_server_and_the_deploy_finds_them(host):
+    # What deploy.yml does on every node that changes before its rollout drains the first one.
+    pid = server_pid(host)
+    unit = host.file("/etc/systemd/system/sglang.service").content_string
+    host.check_output("rm -rf %s /var/lib/sglang/model-weights.json" % REPO_DIR)
+    hub_downloads(host)
+    rc, out = converge(playbook="stage.yml")
+    assert rc == 0, out
+    fetched = sorted(line.split()[1].rsplit("/", 1)[-1] for line in hub_downloads(host))
+    assert SHARD_1 in fetched and SHARD_2 in fetched, fetched
+    assert host.file("%s/%s" % (SNAPSHOT, SHARD_2)).exists
+    # The server went on serving: not restarted, not reconfigured.
+    assert server_pid(host) == pid
+    assert host.file("/etc/systemd/system/sglang.service").content_string == unit
+    # The deploy then finds the weights verified: nothing downloaded, nothing changed.
+    rc, out = converge()
+    assert rc == 0, out
+    assert hub_downloads(host) == [] and recap_changed(out) == 0, out[-3000:]
 
 
 def test_too_little_disk_is_refused_naming_both_figures(host):
