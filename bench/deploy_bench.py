@@ -7,6 +7,11 @@ Rows:
     fact-gathering play against the same node in the same run;
   * from the end of the failed experiment's benchmark to a healthy baseline
     (experiment.yml with sm120_allreduce_fusion and force=true; read from the node's history);
+  * a rejected SGLang upgrade (release set 0.5.23 whose answers part from the baseline's, so that
+    the correctness lock rolls it back) from the end of its benchmark to a healthy baseline, by
+    switching back to the venv the server ran from, against reinstalling the old set with pip
+    into a fresh venv on the same node (the lab's two packages, from its wheel cache: a real set
+    with torch and CUDA takes far longer);
   * the gate's measured noise: one benchmark of BENCH_NOISE_REPEATS runs of the lab server (its
     spread, and the smallest change the gate would call real between two such benchmarks);
   * the same no-op redeploy and bare play under Mitogen for Ansible (strategy mitogen_linear,
@@ -131,6 +136,32 @@ def noise_row(history):
                metrics.get("tokens_per_joule"))]
 
 
+# An upgrade the correctness lock rejects: the lab's simulated server answers differently from token 6.
+REJECTED_UPGRADE = {"bench_rejected_upgrade": {
+    "description": "Release set 0.5.23 whose answers part from the baseline's.",
+    "vars": {"sglang_release_set": "0.5.23",
+             "sglang_server_extra_args": {"nsa-decode-backend": False, "nsa-prefill-backend": False,
+                                          "dsa-decode-backend": "trtllm", "dsa-prefill-backend": "trtllm"},
+             "sglang_server_extra_env": {"INFEROPS_LAB_SIM_DIVERGE_AT": "6"}}}}
+# The old set reinstalled with pip instead: a fresh venv and the packages the lab installs, no dependencies.
+PIP_REINSTALL = ("set -e; rm -rf /tmp/bench-reinstall; python3 -m venv /tmp/bench-reinstall; "
+                 "/tmp/bench-reinstall/bin/pip install -q --disable-pip-version-check --no-deps "
+                 "sglang==0.5.9 flashinfer-python==0.6.3; rm -rf /tmp/bench-reinstall")
+
+
+def upgrade_rows(playbook, log):
+    _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", json.dumps({
+        "serving_experiments": REJECTED_UPGRADE, "serving_experiment": "bench_rejected_upgrade"})], log, check=False)
+    if proc.returncode == 0 or "answers changed" not in proc.stdout:
+        raise SystemExit("the rejected upgrade was not rolled back by the correctness lock; see %s" % log)
+    recovery, rollback = recovery_from_history(node_history(log))
+    reinstall, _proc = run(["docker", "exec", NODE, "sh", "-c", PIP_REINSTALL], log)
+    return [["rejected upgrade's benchmark -> healthy baseline", "%.1f s" % recovery,
+             "%s; %s" % (rollback.get("how", ""), rollback.get("reason", ""))],
+            ["the old set reinstalled with pip instead (no restart)", "%.1f s" % reinstall,
+             "sglang 0.5.9 + flashinfer-python 0.6.3 without dependencies into a fresh venv, lab wheel cache"]]
+
+
 def optional_rows(workdir, log):
     rows = []
     for script in sorted(glob.glob(os.path.join(REPO_ROOT, "bench", "revert_patch.*"))):
@@ -228,6 +259,7 @@ def main(argv):
         after, proc = run(playbook + ["deploy.yml"], log)
         rows.append(["deploy.yml after the rollback", "%.1f s" % after,
                      "changed=%d" % recap(proc.stdout)["changed"]])
+        rows.extend(upgrade_rows(playbook, log))
     finally:
         if not args.keep_node:
             lab_node("absent", log)
