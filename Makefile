@@ -15,7 +15,7 @@ LAB_IMAGE ?= inferops-lab:bookworm
 LAB_NODE ?= gpu-node
 # Every scenario, the longest first: two run at a time, so the long ones start together and the
 # short ones fill in behind them. SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet experiment default sglang_server weights readme sglang
+SCENARIOS_LONGEST_FIRST := fleet experiment upgrade default sglang_server readme sglang
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.

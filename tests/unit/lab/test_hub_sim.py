@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The lab's Hub stand-in: the repositories of the cases, and the commit scenario weights pins."""
+"""The lab's Hub stand-in: the repositories of the cases, and the commit the weights cases pin."""
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -16,13 +16,13 @@ sys.path.insert(0, os.path.abspath(os.path.join(LAB, 'hub_sim')))
 
 import hub_sim  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-CONVERGE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'molecule', 'weights', 'converge.yml')
+WEIGHTS_VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'molecule', 'sglang_server', 'weights_vars.yml')
 SIZES = (4 * 1024 * 1024, 24 * 1024 * 1024)  # the unit's defaults
 
 
 def test_the_scenario_pins_the_commit_the_stand_in_serves():
-    with open(CONVERGE) as handle:
-        pinned = yaml.safe_load(handle)[0]['vars']['sglang_server_model_revision']
+    with open(WEIGHTS_VARS) as handle:
+        pinned = yaml.safe_load(handle)['sglang_server_model_revision']
     assert hub_sim.build_repo('tiny-model', *SIZES)['commit'] == pinned
 
 

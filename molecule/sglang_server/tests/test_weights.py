@@ -1,8 +1,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Model weights as a verified artefact, with the real `hf download` against the lab's Hub.
 
-The tests run in file order: each case reruns converge.yml (some with -e) on the same node and
-leaves the cache for the next one. The Hub stand-in logs every request in requests.log.
+They run after the server role's own tests, on the same node: the first deploys the tiny model with
+weights_converge.yml (twice, and in check mode: changed=0), then each case reruns it (some with -e)
+and leaves the cache for the next one. The Hub stand-in logs every request in requests.log.
 """
 
 import json
@@ -31,12 +32,14 @@ def journal_on_failure(request, host):
         print(host.run("cat /var/lib/sglang/model-download.log").stdout)
 
 
-def converge(extra_vars=None, playbook="converge.yml"):
+def converge(extra_vars=None, playbook="weights_converge.yml", check=False):
     """Run one of the scenario's playbooks (its converge by default); returns (rc, combined output)."""
     scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
     cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], os.path.join(scenario, playbook)]
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
+    if check:
+        cmd += ["--check"]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     return proc.returncode, proc.stdout
 
@@ -54,6 +57,15 @@ def hub_downloads(host):
     """The file downloads (GET .../resolve/...) the Hub saw since the last call, then forgets them."""
     lines = host.check_output("cat %s/requests.log; : > %s/requests.log" % (HUB_STATE, HUB_STATE)).splitlines()
     return [line for line in lines if line.startswith("GET ") and "/resolve/" in line]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def weights_deployed():
+    rc, out = converge()
+    assert rc == 0, out[-5000:]
+    for check in (False, True):
+        rc, out = converge(check=check)
+        assert rc == 0 and recap_changed(out) == 0, out[-5000:]
 
 
 def test_the_server_serves_the_pinned_commit_it_verified(host):
@@ -79,7 +91,7 @@ def test_weights_staged_ahead_are_downloaded_beside_the_running_server_and_the_d
     unit = host.file("/etc/systemd/system/sglang.service").content_string
     host.check_output("rm -rf %s /var/lib/sglang/model-weights.json" % REPO_DIR)
     hub_downloads(host)
-    rc, out = converge(playbook="stage.yml")
+    rc, out = converge(playbook="weights_stage.yml")
     assert rc == 0, out
     fetched = sorted(line.split()[1].rsplit("/", 1)[-1] for line in hub_downloads(host))
     assert SHARD_1 in fetched and SHARD_2 in fetched, fetched
