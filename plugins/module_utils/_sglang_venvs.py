@@ -7,7 +7,8 @@ Every release set (with any single-version pins laid over it) installs into a ve
 under one folder, named after the set and a digest of exactly what is pinned in it. Installing
 another set therefore never touches the venv the server runs from, and switching back to a set
 that is still installed is a restart, not a reinstall. Old venvs are pruned by count: the ones
-that served most recently stay, the one that serves now always.
+that served most recently (the node's history says which, every deploy record naming its venv)
+stay, the one that serves now always.
 
 Pure functions: the module inferops.serving.sglang_venvs reads the folder and acts on their answer.
 """
@@ -19,15 +20,11 @@ import hashlib
 import json
 import re
 
-# The activation history kept in the venvs folder: venv names, the one that served most recently last.
-ACTIVATIONS_FILE = 'activations.json'
-# Names the history keeps: enough to order any sensible sglang_venvs_keep.
-MAX_ACTIVATIONS = 50
 VENV_NAME = re.compile(r'^[0-9A-Za-z][0-9A-Za-z.+_-]*$')
 
 
 class VenvError(ValueError):
-    """Inputs that name no venv of the folder, or a history that is not one."""
+    """Inputs that name no venv of the folder, or a count that is none."""
 
 
 def venv_name(release_name, versions, packages, install_dependencies):
@@ -45,39 +42,26 @@ def venv_name(release_name, versions, packages, install_dependencies):
     return '%s-%s' % (release_name, digest[:8])
 
 
-def parse_activations(text):
-    """The venv names of the activation history, oldest first; [] for no file."""
-    if text is None or not text.strip():
-        return []
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise VenvError('the activation history is not JSON: %s' % exc)
-    names = data.get('activations') if isinstance(data, dict) else None
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        raise VenvError('the activation history has no list of venv names under "activations"')
+def venv_names(paths, folder):
+    """The venv names of ``paths`` (the venvs the node's history says served) that lie in ``folder``;
+    others (a venv of an earlier layout, another folder) are no venvs of it and are left out."""
+    folder = folder.rstrip('/')
+    names = []
+    for path in paths or []:
+        path = str(path or '').rstrip('/')
+        parent, _slash, name = path.rpartition('/')
+        if parent == folder and VENV_NAME.match(name):
+            names.append(name)
     return names
 
 
-def activated(history, name):
-    """The history once ``name`` serves: appended unless it is already the latest entry, one
-    entry per name, at most MAX_ACTIVATIONS."""
-    if history and history[-1] == name:
-        return list(history)
-    names = [entry for entry in history if entry != name] + [name]
-    return names[-MAX_ACTIVATIONS:]
-
-
-def activations_text(history):
-    return json.dumps({'activations': list(history)}, indent=2) + '\n'
-
-
-def prune_plan(venvs, history, keep, protected=()):
+def prune_plan(venvs, served, keep, protected=()):
     """(kept, removed): venv names to keep and to remove, each list newest first.
 
     ``venvs``: name -> installed epoch (seconds) of every venv in the folder. The venvs that
-    served most recently (``history``, oldest first) are kept first, then the newest installed;
-    ``protected`` names (the one serving now, the one about to) are kept whatever ``keep`` says.
+    served most recently (``served``: the names in the order they served, oldest first, repeats
+    allowed) are kept first, then the newest installed; ``protected`` names (the one serving now)
+    are kept whatever ``keep`` says.
     """
     if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
         raise VenvError('keep must be a whole number of venvs, 1 or more, got %r' % (keep,))
@@ -85,7 +69,11 @@ def prune_plan(venvs, history, keep, protected=()):
     if unknown:
         raise VenvError('%s is not a venv of the folder (it has %s)'
                         % (', '.join(unknown), ', '.join(sorted(venvs)) or 'none'))
-    served = [name for name in reversed(history) if name in venvs]
+    recent = []
+    for name in reversed(list(served)):
+        if name in venvs and name not in recent:
+            recent.append(name)
+    served = recent
     never_served = sorted((name for name in venvs if name not in served), key=lambda name: (-venvs[name], name))
     order = [name for name in protected] + [name for name in served + never_served if name not in protected]
     kept = []

@@ -13,11 +13,12 @@ short_description: The side-by-side SGLang venvs of a node, the one serving note
 version_added: 0.4.0
 description:
   - Every SGLang release set has a venv of its own under O(path) (role C(inferops.serving.sglang)
-    names them after the set and a digest of its pins). This module lists them, notes which one
-    serves now (O(active)) in C(activations.json) in O(path), and removes the venvs beyond O(keep).
-  - The venvs that served most recently stay first, then the newest installed; O(active) and
-    O(protect) always stay. A venv is renamed before it is removed, so a run killed half way
-    never leaves a partial venv under a name the role would take for installed.
+    names them after the set and a digest of its pins). This module lists them and removes the
+    venvs beyond O(keep).
+  - The venvs that served most recently (O(served), from the node's history) stay first, then the
+    newest installed; O(active) and O(protect) always stay. A venv is renamed before it is removed,
+    so a run killed half way never leaves a partial venv under a name the role would take for
+    installed.
   - A folder in O(path) without C(pyvenv.cfg) is not a venv and is left alone.
 author:
   - inferops.serving maintainers (!UNKNOWN)
@@ -27,8 +28,15 @@ options:
     type: path
     required: true
   active:
-    description: Name of the venv the server runs now (a folder in O(path)); noted as the latest that served.
+    description: Name of the venv the server runs now (a folder in O(path)).
     type: str
+  served:
+    description:
+      - The venvs that served, oldest first, as paths (the C(venv) of each deploy record in the node's history);
+        paths outside O(path) are ignored.
+    type: list
+    elements: str
+    default: []
   protect:
     description: Names of other venvs never to remove in this run.
     type: list
@@ -49,6 +57,7 @@ EXAMPLES = r'''
   inferops.serving.sglang_venvs:
     path: /opt/sglang/venvs
     active: 0.5.23-1a2b3c4d
+    served: [/opt/sglang/venvs/0.5.9-c28a9298, /opt/sglang/venvs/0.5.23-1a2b3c4d]
     keep: 2
 '''
 
@@ -68,25 +77,16 @@ removed:
   returned: always
   type: list
   elements: str
-activations:
-  description: The venvs that served, oldest first, as noted after this run.
-  returned: always
-  type: list
-  elements: str
 '''
 
 import os
 import shutil
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs import (
-    ACTIVATIONS_FILE,
     VenvError,
-    activated,
-    activations_text,
-    parse_activations,
     prune_plan,
+    venv_names,
 )
 
 # A venv being removed is first renamed to this prefix and a later run finishes the removal.
@@ -103,22 +103,6 @@ def installed_venvs(path):
     return venvs
 
 
-def read_text(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def write_activations(module, path, history):
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % ACTIVATIONS_FILE, dir=path)
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(activations_text(history))
-    os.chmod(tmp, 0o644)
-    module.atomic_move(tmp, os.path.join(path, ACTIVATIONS_FILE))
-
-
 def remove_venv(path, name):
     doomed = os.path.join(path, REMOVING_PREFIX + name)
     os.rename(os.path.join(path, name), doomed)
@@ -130,6 +114,7 @@ def main():
         argument_spec=dict(
             path=dict(type='path', required=True),
             active=dict(type='str'),
+            served=dict(type='list', elements='str', default=[]),
             protect=dict(type='list', elements='str', default=[]),
             keep=dict(type='int', default=2),
         ),
@@ -138,30 +123,23 @@ def main():
     path = module.params['path']
     active = module.params['active']
     venvs = installed_venvs(path)
-    history_path = os.path.join(path, ACTIVATIONS_FILE)
     try:
-        history = parse_activations(read_text(history_path))
         protected = ([active] if active else []) + [name for name in module.params['protect'] if name != active]
-        noted = activated(history, active) if active else history
-        kept, removed = prune_plan(venvs, noted, module.params['keep'], protected)
-        # The history names only venvs that are still there.
-        noted = [name for name in noted if name not in removed]
+        kept, removed = prune_plan(venvs, venv_names(module.params['served'], path), module.params['keep'], protected)
     except VenvError as exc:
         module.fail_json(msg='%s: %s' % (path, exc), venvs=sorted(venvs))
     leftovers = [name for name in (os.listdir(path) if os.path.isdir(path) else [])
                  if name.startswith(REMOVING_PREFIX)]
-    changed = noted != history or bool(removed) or bool(leftovers)
+    changed = bool(removed) or bool(leftovers)
     if changed and not module.check_mode:
         try:
-            if noted != history:
-                write_activations(module, path, noted)
             for name in removed:
                 remove_venv(path, name)
             for name in leftovers:
                 shutil.rmtree(os.path.join(path, name))
         except (IOError, OSError) as exc:
             module.fail_json(msg='cannot prune the venvs of %s: %s' % (path, exc), venvs=sorted(venvs))
-    module.exit_json(changed=changed, venvs=sorted(venvs), kept=kept, removed=removed, activations=noted)
+    module.exit_json(changed=changed, venvs=sorted(venvs), kept=kept, removed=removed)
 
 
 if __name__ == '__main__':

@@ -7,13 +7,10 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs import (
-    MAX_ACTIVATIONS,
     VenvError,
-    activated,
-    activations_text,
-    parse_activations,
     prune_plan,
     venv_name,
+    venv_names,
 )
 
 SEED = {'sglang': '0.5.9', 'flashinfer-python': '0.6.3', 'flashinfer-cubin': '0.6.3', 'sgl-kernel': '0.3.21',
@@ -45,21 +42,17 @@ def test_a_set_name_that_is_no_folder_name_is_refused(bad):
         venv_name(bad, SEED, list(SEED), True)
 
 
-def test_the_activation_history_notes_each_venv_once_latest_last():
-    history = activated([], 'a')
-    assert history == ['a']
-    assert activated(history, 'a') == ['a']
-    assert activated(['a', 'b'], 'a') == ['b', 'a']
-    long = activated(['v%d' % n for n in range(MAX_ACTIVATIONS)], 'new')
-    assert len(long) == MAX_ACTIVATIONS and long[-1] == 'new' and 'v0' not in long
+def test_the_served_venvs_are_the_history_s_venvs_of_the_folder():
+    paths = ['/opt/sglang/venv', '/opt/sglang/venvs/0.5.9-aaaaaaaa', '/opt/sglang/venvs/0.5.23-bbbbbbbb/',
+             '/elsewhere/0.5.9-cccccccc', None, '/opt/sglang/venvs/../x']
+    assert venv_names(paths, '/opt/sglang/venvs/') == ['0.5.9-aaaaaaaa', '0.5.23-bbbbbbbb']
 
 
-def test_the_activation_history_round_trips_and_refuses_other_files():
-    assert parse_activations(activations_text(['a', 'b'])) == ['a', 'b']
-    assert parse_activations(None) == [] and parse_activations('') == []
-    for text in ('not json', '{"activations": "a"}', '[1, 2]', '{"activations": [1]}'):
-        with pytest.raises(VenvError):
-            parse_activations(text)
+def test_a_venv_that_served_again_counts_by_its_latest_time():
+    venvs = {'a': 1.0, 'b': 2.0, 'c': 3.0}
+    # a served, then b, then a again: b is the older of the two that served.
+    kept, removed = prune_plan(venvs, ['a', 'b', 'a'], 2, ['a'])
+    assert kept == ['a', 'b'] and removed == ['c']
 
 
 def test_the_venvs_that_served_most_recently_stay_the_serving_one_always():
