@@ -19,7 +19,7 @@ description:
     C(smg) first lists a removed worker as C(draining) for some seconds; the module waits for its end, and adds
     a draining worker again only once it is gone.
   - C(smg) answers 409 when asked to add a URL it lists or is adding already; the module takes that as the worker
-    being there, or on its way.
+    being there, or on its way (V(action=none)), and waits as for any add.
   - A worker is identified by its URL, sent with a lower-case scheme and no trailing slash (smg refuses the one and
     would register a second worker for the other); the router's id for it is returned.
   - In check mode nothing is sent except C(GET /workers) and nothing is written; C(changed) says whether the worker
@@ -263,9 +263,14 @@ def main():
     if action == 'add':
         status, text = router.call('POST', '/workers', add_request(url, params['worker_api_key']), answered=(409,))
         try:
-            worker_id = add_answer(status, text)['worker_id'] or worker_id
+            answer = add_answer(status, text)
         except SglangRouterWorkersError as exc:
             module.fail_json(msg='The router at %s did not take %s: %s' % (router.base, url, exc))
+        worker_id = answer['worker_id'] or worker_id
+        if answer['already']:
+            # smg has it already (listed since the list was read, or an earlier add still runs): this
+            # run asked for nothing new, and waits like any other.
+            action = 'none'
     elif action == 'remove':
         router.call('DELETE', '/workers/%s' % worker_id)
 

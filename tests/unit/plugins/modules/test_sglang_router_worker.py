@@ -77,7 +77,8 @@ def test_smg_409_for_a_worker_it_is_adding_already_counts_as_asked(run_module, f
     assert result['failed'] and 'does not list http://10.0.0.11:8000 as healthy 2 s after' in result['msg']
     assert 'answered 409' not in result['msg']
     no_wait = run_module(router_url=fake_smg.url, router_api_key=fake_smg.api_key, url=WORKER, wait=False)
-    assert no_wait['changed'] and no_wait['action'] == 'add'
+    # The add was asked for before: nothing new, and the id from smg's message.
+    assert not no_wait['changed'] and no_wait['action'] == 'none'
     assert no_wait['worker_id'] == '01a2331e-d20c-7292-88f5-87881ce043eb'
 
 
