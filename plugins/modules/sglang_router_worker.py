@@ -300,5 +300,6 @@ def main():
                      worker_id=worker_id or (entry or {}).get('id'),
                      workers=dict((w['url'], w['is_healthy']) for w in workers))
 
+
 if __name__ == '__main__':
     main()
