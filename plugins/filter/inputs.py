@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_errors, serial
 from ansible_collections.inferops.serving.plugins.module_utils._patch_releases import patch_release_errors
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import missing_pins, pins_to_look_up
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import forwarded_key_errors
 
 
 def input_errors(options, role, values):
@@ -28,6 +29,10 @@ def checked_serial(value, name='serving_deploy_serial'):
     if problems:
         raise AnsibleFilterError(problems[0] + ' Nothing was changed.')
     return value
+
+
+def router_forwarded_key_errors(server_key, router_host, package, client_key, server_host):
+    return forwarded_key_errors(router_host, package, client_key, server_key, server_host)
 
 
 def patch_releases_errors(patch, pinned, switch, installed=None):
@@ -53,4 +58,5 @@ class FilterModule(object):
             'checked_serial': checked_serial,
             'packages_to_look_up': packages_to_look_up,
             'patch_releases_errors': patch_releases_errors,
+            'router_forwarded_key_errors': router_forwarded_key_errors,
         }

@@ -189,8 +189,9 @@ def environment(name, mapping):
     return problems
 
 
-def secrets_in_args(name, args, secret_values=()):
-    """A secret in the server arguments would reach argv and the node's module log; refuse it first."""
+def secrets_in_args(name, args, secret_values=(), secret_variables=('sglang_server_api_key', 'sglang_server_hf_token')):
+    """A secret in the server (or router) arguments would reach argv and the node's module log; refuse it
+    first. ``secret_variables`` name the vault-able variables that carry the secrets instead."""
     if not isinstance(args, dict):
         return []
     problems = []
@@ -199,13 +200,13 @@ def secrets_in_args(name, args, secret_values=()):
         value = args[key]
         if flag_looks_secret(key) and value not in (None, False, True, ''):
             problems.append('%s: %s looks like a secret (value %s); it would end up in the command line. Set'
-                            ' sglang_server_api_key (vault it) instead and remove %s from %s.'
-                            % (name, key, masked(str(value)), key, name))
+                            ' %s (vault it) instead and remove %s from %s.'
+                            % (name, key, masked(str(value)), secret_variables[0], key, name))
             continue
         items = value if isinstance(value, list) else [value]
         if any(isinstance(item, str) and any(s in item for s in secret_values) for item in items):
-            problems.append('%s: the value of %s contains sglang_server_api_key or sglang_server_hf_token'
-                            ' (value hidden); secrets must not go into the command line.' % (name, key))
+            problems.append('%s: the value of %s contains %s (value hidden); secrets must not go into the command'
+                            ' line.' % (name, key, ' or '.join(secret_variables)))
     return problems
 
 

@@ -45,6 +45,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
 )
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import effective_arguments, flag_name
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import (
+    admin_key_errors,
+    package_version_errors,
+)
 
 
 def _rw_path(name, value):
@@ -209,9 +213,23 @@ def serving_errors(v):
 
 def sglang_router_errors(v):
     """Inputs of role sglang_router (the router's own arguments: module sglang_router_args)."""
+    version_problems = version('sglang_router_version', v.get('sglang_router_version'))
+    key_problems = (secret('sglang_router_api_key', v.get('sglang_router_api_key'))
+                    + secret('sglang_router_admin_api_key', v.get('sglang_router_admin_api_key')))
+    package = v.get('sglang_router_package')
+    keys = [v.get('sglang_router_api_key'), v.get('sglang_router_admin_api_key')]
+    key_variables = ('sglang_router_api_key', 'sglang_router_admin_api_key')
     return (int_range('sglang_router_health_timeout', v.get('sglang_router_health_timeout'), 1, what='seconds')
             + int_range('sglang_router_health_interval', v.get('sglang_router_health_interval'), 1, what='seconds')
-            + secret('sglang_router_api_key', v.get('sglang_router_api_key')))
+            + version_problems
+            + (package_version_errors(package, v.get('sglang_router_version')) if not version_problems else [])
+            + key_problems
+            + (admin_key_errors(package, v.get('sglang_router_api_key'), v.get('sglang_router_admin_api_key'))
+               if not key_problems else [])
+            # Refused again on the node against the installed router (module sglang_router_args); here first,
+            # on the controller, before a module's arguments could show them.
+            + secrets_in_args('sglang_router_args', v.get('sglang_router_args'), keys, key_variables)
+            + secrets_in_args('sglang_router_extra_args', v.get('sglang_router_extra_args'), keys, key_variables))
 
 
 ROLES = {

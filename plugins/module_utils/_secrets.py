@@ -24,15 +24,19 @@ SERVER_SECRET_DESTS = ('api_key', 'admin_api_key')
 SERVER_SECRET_FLAGS = tuple(dest.replace('_', '-') for dest in SERVER_SECRET_DESTS)
 
 # Router options the router would otherwise see on its command line: the key clients and workers
-# present, the control plane keys, and the database password and URLs (which embed credentials).
-# The first comes from the vault-able sglang_router_api_key through the launcher; the others are
-# refused.
-ROUTER_SECRET_DESTS = ('api_key', 'control_plane_api_keys', 'oracle_password', 'postgres_db_url', 'redis_url')
+# present, the control plane keys, smg's per-tenant client keys, and the database password and
+# URLs (which embed credentials). The first comes from the vault-able sglang_router_api_key, one
+# control plane key (smg's /workers) from sglang_router_admin_api_key, both through the launcher;
+# the others are refused.
+ROUTER_SECRET_DESTS = ('api_key', 'control_plane_api_keys', 'tenant_api_key', 'oracle_password', 'postgres_db_url',
+                       'redis_url')
 
-# Environment variables that SGLang reads its API keys from, and the Hugging Face token. The role
-# writes them to the environment file from the vault-able variables only, so they are refused in
+# Environment variables that SGLang reads its API keys from, the Hugging Face token, and the
+# router's admin key that the launcher turns into --control-plane-api-keys. The roles write them
+# to the environment files from the vault-able variables only, so they are refused in
 # sglang_server_env, where they would be neither vaulted nor masked.
-SECRET_ENV_NAMES = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'SGLANG_API_KEY', 'SGLANG_ADMIN_API_KEY')
+SECRET_ENV_NAMES = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'SGLANG_API_KEY', 'SGLANG_ADMIN_API_KEY',
+                    'SGLANG_ROUTER_ADMIN_API_KEY')
 
 # Words that make a server flag look secret (dashes for underscores, lower case), so that a key
 # put into the arguments by mistake is refused and masked even under a flag this list does not

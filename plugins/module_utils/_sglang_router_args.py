@@ -2,7 +2,7 @@
 # Copyright (c) inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""Check SGLang router arguments against the installed ``sglang_router/router_args.py``.
+"""Check SGLang router arguments against the installed ``router_args.py`` (sglang-router or smg).
 
 The router's ``RouterArgs.add_cli_args`` builds most option names as f-strings
 (``f"--{prefix}policy"``, where ``prefix`` is ``"router-"`` only when the router's flags are
@@ -17,7 +17,7 @@ __metaclass__ = type
 
 import ast
 
-from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS, flag_looks_secret
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
     SglangSourceError,
     parse_argparse_source,
@@ -32,9 +32,14 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_ar
 )
 from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import systemd_command_line
 
-# Worker lists are managed through the router's /workers API by the collection: a worker given
-# on the command line would receive the clients' key (--api-key), not the workers' own.
-MANAGED_DESTS = ('worker_urls', 'service_discovery', 'pd_disaggregation', 'prefill', 'decode', 'mini_lb')
+# Workers are managed through the router's /workers API by the collection: a worker given on the
+# command line would receive the clients' key (--api-key), not the workers' own, and would not
+# be drained or recorded for a restart. smg adds more ways for workers to come and go: encode
+# workers (EPD), a discovery file or provider, a mesh of routers that share their workers, and
+# the RL control plane.
+MANAGED_DESTS = ('worker_urls', 'service_discovery', 'pd_disaggregation', 'prefill', 'decode', 'mini_lb',
+                 'epd_disaggregation', 'encode', 'discovery_provider', 'discovery_file', 'enable_mesh',
+                 'mesh_peer_urls', 'enable_rl')
 
 
 class SglangRouterArgsError(SglangServerArgsError):
@@ -113,7 +118,8 @@ def build_router_command(spec, args, defaults=None):
         dest = spec['options'][canonical]['dest']
         if dest in ROUTER_SECRET_DESTS and value not in (None, False):
             errors.append('sglang_router_args: %s must not be set here (it would end up in the process command line); '
-                          'the clients\' key is sglang_router_api_key (vault it); the workers\' key is their '
+                          'the clients\' key is sglang_router_api_key, the key of smg\'s /workers API '
+                          'sglang_router_admin_api_key (vault them); the workers\' key is their '
                           'sglang_server_api_key, given to the router when each worker is registered' % canonical)
             continue
         if dest in MANAGED_DESTS and value not in (None, False):
@@ -149,6 +155,24 @@ def build_router_command(spec, args, defaults=None):
         'prometheus_port': int(prometheus_port) if prometheus_port is not None else None,
         'policy': pick('--policy', 'policy'),
     }
+
+
+def unchecked_router_command(args):
+    """The command line ``args`` would give before the router is installed (check mode of a first
+    install, or of a switch of package), so that a diff shows it; nothing is checked but secrets,
+    which are refused by name as the check refuses them, since the diff would show them."""
+    if not isinstance(args, dict):
+        raise SglangRouterArgsError('sglang_router_args must be a mapping of flag -> value, got %s'
+                                    % type(args).__name__)
+    errors = []
+    for key in sorted(args, key=str):
+        dest = str(key).lstrip('-').replace('-', '_')
+        if (dest in ROUTER_SECRET_DESTS or flag_looks_secret(key)) and args[key] not in (None, False):
+            errors.append('sglang_router_args: --%s must not be set here (it would end up in the process command'
+                          ' line); the clients\' key is sglang_router_api_key, the key of smg\'s /workers API'
+                          ' sglang_router_admin_api_key (vault them)' % dest.replace('_', '-'))
+    argv = [] if errors else render_argv(args)
+    return {'argv': argv, 'exec_args': systemd_command_line(argv), 'errors': errors}
 
 
 def argparse_defaults(spec_source):

@@ -2,12 +2,18 @@
 # Copyright (c) inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 
-"""The SGLang router's worker list (``GET /workers``, sglang-router 0.3.2) and a server's load.
+"""The SGLang router's worker API (sglang-router 0.3.2 and smg 1.13.0) and a server's load.
 
 ``GET /workers`` answers ``{"workers": [{"id", "url", "model_id", "is_healthy", "load", ...}],
 "total", "stats"}``. ``POST /workers`` and ``DELETE /workers/{id}`` answer 202 and do the work
 in the background: a worker appears in the list only once the router reached its ``/health``,
 ``/server_info`` and ``/model_info``, and a worker that never answers is never listed.
+
+Where smg differs: an entry has ``status`` (``ready``, ``not_ready``, ``draining``) and
+``labels`` where 0.3.2 had ``metadata``; ``POST /workers`` of a URL it lists or is adding answers
+409 (0.3.2: 202 with the same id); it refuses a scheme in capitals and keeps ``http://w:8000/``
+apart from ``http://w:8000``; a removed worker is listed as ``draining`` for some seconds before
+it is gone (0.3.2: gone at once).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -22,7 +28,8 @@ class SglangRouterWorkersError(Exception):
 
 
 def normalize_url(url):
-    """``HTTP://Host:8000/`` -> ``http://host:8000``: the router lists workers as they were given."""
+    """``HTTP://Host:8000/`` -> ``http://host:8000``: the router lists workers as they were given, and smg
+    refuses the first spelling and would register the second as a worker of its own."""
     if not isinstance(url, str) or '://' not in url:
         raise SglangRouterWorkersError('worker URL %r is not an http(s) URL' % (url,))
     scheme, rest = url.split('://', 1)
@@ -49,6 +56,9 @@ def parse_workers(text):
             'model_id': entry.get('model_id'),
             'is_healthy': bool(entry.get('is_healthy')),
             'load': entry.get('load'),
+            # smg only; None from sglang-router 0.3.2.
+            'status': entry.get('status'),
+            'labels': entry.get('labels') if entry.get('labels') is not None else (entry.get('metadata') or {}),
         })
     return workers
 
@@ -61,22 +71,62 @@ def find_worker(workers, url):
     return None
 
 
+def is_draining(worker):
+    """Removed, but still listed while smg lets its requests finish."""
+    return worker is not None and worker.get('status') == 'draining'
+
+
+def is_routed(worker):
+    """Listed and receiving requests: healthy, and (smg) ready rather than draining or pending."""
+    return worker is not None and worker['is_healthy'] and worker.get('status') in (None, 'ready')
+
+
 def plan(workers, url, state):
-    """What to do for one worker: ``{'action': 'add'|'remove'|'none', 'worker': entry or None}``."""
+    """What to do for one worker: ``{'action': 'add'|'remove'|'none', 'worker': entry or None,
+    'draining': bool}``. A draining worker is on its way out: it is added again once it is gone,
+    and a removal has nothing to ask for but its end."""
     if state not in ('present', 'absent'):
         raise SglangRouterWorkersError('state must be present or absent, got %r' % (state,))
     worker = find_worker(workers, url)
+    draining = is_draining(worker)
     if state == 'present':
-        return {'action': 'none' if worker is not None else 'add', 'worker': worker}
-    return {'action': 'remove' if worker is not None else 'none', 'worker': worker}
+        return {'action': 'add' if worker is None or draining else 'none', 'worker': worker, 'draining': draining}
+    return {'action': 'remove' if worker is not None and not draining else 'none', 'worker': worker,
+            'draining': draining}
 
 
 def add_request(url, api_key=None):
-    """Body of ``POST /workers``: workers added at run time get no key unless the request carries one."""
-    body = {'url': url}
+    """Body of ``POST /workers``, the URL in the one spelling smg accepts and matches: workers added at
+    run time get no key unless the request carries one."""
+    body = {'url': normalize_url(url)}
     if api_key:
         body['api_key'] = api_key
     return body
+
+
+# smg's codes for a URL it lists already or is adding; the id follows "with ID" in the message.
+_ALREADY = {'WORKER_ALREADY_EXISTS': 'listed', 'WORKER_CREATE_IN_PROGRESS': 'adding'}
+_WORKER_ID = re.compile(r'with ID ([0-9A-Fa-f-]{36})')
+
+
+def add_answer(status, text):
+    """What ``POST /workers`` answered: ``{'worker_id': id or None, 'already': None|'listed'|'adding'}``.
+
+    202 is an accepted add (and sglang-router 0.3.2's answer for a URL it has). smg answers 409
+    for a URL it lists or is still adding: the worker is there, or on its way. Anything else
+    raises, with the router's words.
+    """
+    try:
+        body = json.loads(text) if isinstance(text, (str, bytes)) and text else {}
+    except ValueError:
+        body = None
+    if status in (200, 201, 202):
+        return {'worker_id': body.get('worker_id') if isinstance(body, dict) else None, 'already': None}
+    if status == 409 and isinstance(body, dict) and body.get('code') in _ALREADY:
+        match = _WORKER_ID.search(str(body.get('error', '')))
+        return {'worker_id': match.group(1) if match else None, 'already': _ALREADY[body['code']]}
+    shown = text.decode('utf-8', 'replace') if isinstance(text, bytes) else str(text)
+    raise SglangRouterWorkersError('POST /workers answered %s: %s' % (status, shown[:300]))
 
 
 def members_after(members, url, state, api_key=None):

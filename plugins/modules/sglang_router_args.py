@@ -12,11 +12,13 @@ module: sglang_router_args
 short_description: Validate SGLang router arguments against the installed router and render its command line
 version_added: 0.2.0
 description:
-  - Reads C(sglang_router/router_args.py) of the router installed in O(venv_path) with C(ast) (nothing is
-    imported) and checks every flag, value type and choice of O(args) against it, the way
-    C(python -m sglang_router.launch_router) parses them.
-  - "Refuses secrets on the command line (C(--api-key), C(--control-plane-api-keys), database passwords and URLs)
-    and worker lists (C(--worker-urls), service discovery, prefill/decode): the collection registers workers
+  - Reads C(router_args.py) of the router O(package) installed in O(venv_path) (C(sglang_router/router_args.py) of
+    C(sglang-router), C(smg/router_args.py) of C(smg)) with C(ast) (nothing is imported) and checks every flag, value
+    type and choice of O(args) against it, the way C(python -m sglang_router.launch_router) or
+    C(python -m smg.launch_router) parses them.
+  - "Refuses secrets on the command line (C(--api-key), C(--control-plane-api-keys), C(--tenant-api-key), database
+    passwords and URLs) and every other way of giving the router workers (C(--worker-urls), service and file
+    discovery, prefill/decode/encode, a mesh of routers, the RL control plane): the collection registers workers
     through the router's C(/workers) API, each with the workers' own API key."
 
   - Changes nothing; the result is the same in check mode.
@@ -24,8 +26,14 @@ author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
   venv_path:
-    description: Virtual environment that holds C(sglang-router); its C(lib/python3*/site-packages/sglang_router/router_args.py) is read.
+    description:
+      - Virtual environment that holds the router; its C(lib/python3*/site-packages/<package>/router_args.py) is read.
     type: path
+  package:
+    description: The router package installed in O(venv_path).
+    type: str
+    choices: [sglang-router, smg]
+    default: sglang-router
   router_args_path:
     description: Read this C(router_args.py) instead of the one in O(venv_path).
     type: path
@@ -55,17 +63,42 @@ EXAMPLES = r'''
       port: 30000
       prometheus-port: 29000
   register: router_command
+
+- name: Validate them against smg, sglang-router's successor, in its own venv
+  inferops.serving.sglang_router_args:
+    venv_path: /opt/smg/venv
+    package: smg
+    args:
+      policy: cache_aware
+      log-json: true
+  register: router_command
 '''
 
 RETURN = r'''
+launch_module:
+  description: The module that starts the router of O(package) (C(python -m <launch_module> <argv>)).
+  returned: always
+  type: str
+  sample: smg.launch_router
+process_title:
+  description: The router's process title (C(/proc/PID/comm)), which it sets itself.
+  returned: always
+  type: str
+  sample: smg::router
+documentation:
+  description: Where O(package) is documented.
+  returned: always
+  type: str
 argv:
-  description: The validated command line after C(python -m sglang_router.launch_router).
+  description: The validated command line after C(python -m <launch_module>).
   returned: success
   type: list
   elements: str
   sample: [--policy, cache_aware, --port, "30000"]
 exec_args:
-  description: O(args) rendered as words of a systemd C(ExecStart=) line.
+  description:
+    - O(args) rendered as words of a systemd C(ExecStart=) line.
+    - With O(allow_missing) and no router yet, rendered unchecked (secrets are still refused).
   returned: success
   type: str
 args:
@@ -116,13 +149,21 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_ar
     argparse_defaults,
     build_router_command,
     parse_router_args_source,
+    unchecked_router_command,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import (
+    DEFAULT_PACKAGE,
+    ROUTER_PACKAGES,
+    package_facts,
 )
 
-_ROUTER_ARGS = os.path.join('sglang_router', 'router_args.py')
+
+def _router_args(package):
+    return os.path.join(package_facts(package)['python_package'], 'router_args.py')
 
 
-def _find(venv_path):
-    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _ROUTER_ARGS)))
+def _find(venv_path, package):
+    candidates = sorted(glob.glob(os.path.join(venv_path, 'lib', 'python3*', 'site-packages', _router_args(package))))
     return candidates[-1] if candidates else None
 
 
@@ -131,6 +172,7 @@ def main():
         argument_spec=dict(
             venv_path=dict(type='path'),
             router_args_path=dict(type='path'),
+            package=dict(type='str', choices=sorted(ROUTER_PACKAGES), default=DEFAULT_PACKAGE),
             args=dict(type='dict', default={}),
             allow_missing=dict(type='bool', default=False),
         ),
@@ -138,13 +180,26 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    path = params['router_args_path'] or _find(params['venv_path'])
+    facts = package_facts(params['package'])
+    launch = dict(launch_module=facts['launch_module'], process_title=facts['process_title'],
+                  documentation=facts['documentation'])
+    path = params['router_args_path'] or _find(params['venv_path'], params['package'])
     if path is None or not os.path.isfile(path):
-        where = params['router_args_path'] or os.path.join(params['venv_path'], 'lib/python3*/site-packages', _ROUTER_ARGS)
+        where = params['router_args_path'] or os.path.join(params['venv_path'], 'lib/python3*/site-packages',
+                                                           _router_args(params['package']))
         if params['allow_missing']:
-            module.exit_json(changed=False, checked=False, argv=[], exec_args='', args=params['args'], notes=[
-                'The router is not installed yet (%s): its arguments are checked once it is.' % where])
-        module.fail_json(msg='%s does not exist: install sglang-router into the venv first.' % where)
+            try:
+                unchecked = unchecked_router_command(params['args'])
+            except (SglangServerArgsError, ValueError) as exc:
+                module.fail_json(msg='sglang_router_args: %s' % exc)
+            if unchecked['errors']:
+                module.fail_json(msg='The router arguments cannot be used: %s' % '; '.join(unchecked['errors']),
+                                 errors=unchecked['errors'])
+            module.exit_json(changed=False, checked=False, argv=unchecked['argv'], exec_args=unchecked['exec_args'],
+                             args=params['args'], notes=[
+                                 'The router is not installed yet (%s): its arguments are checked once it is.'
+                                 % where], **launch)
+        module.fail_json(msg='%s does not exist: install %s into the venv first.' % (where, params['package']))
     try:
         with open(path) as handle:
             source = handle.read()
@@ -158,6 +213,7 @@ def main():
         module.fail_json(msg='The router arguments do not fit the installed router (%s): %s'
                          % (path, '; '.join(result['errors'])), errors=result['errors'])
     result.pop('errors')
+    result.update(launch)
     module.exit_json(changed=False, checked=True, router_args_path=path, **result)
 
 

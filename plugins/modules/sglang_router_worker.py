@@ -12,11 +12,16 @@ module: sglang_router_worker
 short_description: Register a worker with an SGLang router, or remove it, through the router's HTTP API
 version_added: 0.2.0
 description:
-  - Talks to the C(/workers) API of C(sglang-router) 0.3.2 (C(GET /workers), C(POST /workers),
+  - Talks to the C(/workers) API of C(sglang-router) 0.3.2 or C(smg) 1.13.0 (C(GET /workers), C(POST /workers),
     C(DELETE /workers/{id}); the older C(/add_worker) and C(/remove_worker) are gone).
   - The router adds and removes workers in the background (it answers 202). With O(wait=true) the module waits
     until the router lists the worker as healthy (O(state=present)) or no longer lists it (O(state=absent)).
-  - A worker is identified by its URL; the router's id for it is returned.
+    C(smg) first lists a removed worker as C(draining) for some seconds; the module waits for its end, and adds
+    a draining worker again only once it is gone.
+  - C(smg) answers 409 when asked to add a URL it lists or is adding already; the module takes that as the worker
+    being there, or on its way (V(action=none)), and waits as for any add.
+  - A worker is identified by its URL, sent with a lower-case scheme and no trailing slash (smg refuses the one and
+    would register a second worker for the other); the router's id for it is returned.
   - In check mode nothing is sent except C(GET /workers) and nothing is written; C(changed) says whether the worker
     would be added or removed, or the O(members_file) would change.
 author:
@@ -27,7 +32,9 @@ options:
     type: str
     required: true
   router_api_key:
-    description: The router's client key (C(--api-key) of the router), sent as a bearer token.
+    description:
+      - The key of the router's C(/workers) API, sent as a bearer token - its client key (C(--api-key)), or with
+        C(smg) and control plane keys its admin key (C(sglang_router_admin_api_key)).
     type: str
   url:
     description: The worker's URL as the router reaches it, e.g. C(http://10.0.0.11:8000).
@@ -36,6 +43,7 @@ options:
   worker_api_key:
     description:
       - The worker's own API key, given to the router with the add request; the router sends it to the worker.
+        C(smg) sends it only with requests whose client sent no key of its own, and with its health checks.
       - Workers added at run time receive no key otherwise.
     type: str
   state:
@@ -92,7 +100,11 @@ EXAMPLES = r'''
 
 RETURN = r'''
 worker:
-  description: The router's entry for the worker (C(id), C(url), C(model_id), C(is_healthy), C(load)) after the change; null when absent.
+  description:
+    - The router's entry for the worker (C(id), C(url), C(model_id), C(is_healthy), C(load), C(status), C(labels))
+      after the change; null when absent.
+    - C(status) is smg's (C(ready), C(not_ready), C(draining)), null from sglang-router; C(labels) are smg's
+      C(labels) or sglang-router's C(metadata).
   returned: always
   type: dict
 worker_id:
@@ -119,8 +131,11 @@ from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
+    add_answer,
     add_request,
     find_worker,
+    is_draining,
+    is_routed,
     members_after,
     parse_workers,
     plan,
@@ -136,7 +151,8 @@ class _Router:
             self.headers['Authorization'] = 'Bearer %s' % module.params['router_api_key']
         self.timeout = module.params['timeout_request']
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, answered=()):
+        """Status and body; an HTTP error fails the module unless its status is one of ``answered``."""
         data = json.dumps(body) if body is not None else None
         try:
             response = open_url(self.base + path, method=method, data=data, headers=self.headers,
@@ -144,9 +160,12 @@ class _Router:
             return response.getcode(), response.read()
         except HTTPError as exc:
             text = exc.read() if hasattr(exc, 'read') else b''
+            if exc.code in answered:
+                return exc.code, text
             if exc.code == 401:
-                self.module.fail_json(msg='The router at %s refused %s %s (401): router_api_key is not its --api-key '
-                                          '(sglang_router_api_key).' % (self.base, method, path))
+                self.module.fail_json(msg='The router at %s refused %s %s (401): router_api_key is not the key of its'
+                                          ' /workers API (sglang_router_admin_api_key with smg when set, else'
+                                          ' sglang_router_api_key).' % (self.base, method, path))
             self.module.fail_json(msg='The router at %s answered %s %s with %s: %s'
                                       % (self.base, method, path, exc.code, text[:300]))
         except (URLError, OSError) as exc:
@@ -224,46 +243,61 @@ def main():
     action = decision['action']
     worker_id = (decision['worker'] or {}).get('id')
     if module.check_mode or action == 'none':
-        healthy_wait_needed = (params['state'] == 'present' and params['wait'] and not module.check_mode
-                               and decision['worker'] is not None and not decision['worker']['is_healthy'])
-        if not healthy_wait_needed:
+        wait_needed = params['wait'] and not module.check_mode and (
+            decision['draining'] if params['state'] == 'absent' else not is_routed(decision['worker']))
+        if not wait_needed:
             workers = router.workers()
             recorded = params['members_file'] is not None and _record_members(
                 module, params['members_file'], url, params['state'], params['worker_api_key'])
-            module.exit_json(changed=action != 'none' or recorded, action=action, worker=decision['worker'], worker_id=worker_id,
-                             workers=dict((w['url'], w['is_healthy']) for w in workers))
+            module.exit_json(changed=action != 'none' or recorded, action=action, worker=decision['worker'],
+                             worker_id=worker_id, workers=dict((w['url'], w['is_healthy']) for w in workers))
 
+    deadline = time.time() + params['timeout']
+    if action == 'add' and decision['draining']:
+        # smg would take the add of a worker it still drains for a duplicate, then forget the worker.
+        while is_draining(find_worker(router.workers(), url)):
+            if time.time() >= deadline:
+                module.fail_json(msg='The router at %s still drains %s %s s later: it was being removed; run again'
+                                     ' once it is gone.' % (router.base, url, params['timeout']))
+            time.sleep(1)
     if action == 'add':
-        _status, text = router.call('POST', '/workers', add_request(url, params['worker_api_key']))
+        status, text = router.call('POST', '/workers', add_request(url, params['worker_api_key']), answered=(409,))
         try:
-            worker_id = json.loads(text).get('worker_id')
-        except ValueError:
-            worker_id = None
+            answer = add_answer(status, text)
+        except SglangRouterWorkersError as exc:
+            module.fail_json(msg='The router at %s did not take %s: %s' % (router.base, url, exc))
+        worker_id = answer['worker_id'] or worker_id
+        if answer['already']:
+            # smg has it already (listed since the list was read, or an earlier add still runs): this
+            # run asked for nothing new, and waits like any other.
+            action = 'none'
     elif action == 'remove':
         router.call('DELETE', '/workers/%s' % worker_id)
 
-    deadline = time.time() + params['timeout']
     while True:
         workers = router.workers()
         entry = find_worker(workers, url)
-        done = (entry is None) if params['state'] == 'absent' else (entry is not None and entry['is_healthy'])
+        done = (entry is None) if params['state'] == 'absent' else is_routed(entry)
         if done or not params['wait']:
             break
         if time.time() >= deadline:
             job = router.job_status(worker_id) if worker_id else None
             if params['state'] == 'absent':
-                module.fail_json(msg='The router at %s still lists %s %s s after it was asked to remove it.'
-                                     % (router.base, url, params['timeout']), worker=entry, job_status=job)
+                module.fail_json(msg='The router at %s still lists %s %s s after it was asked to remove it%s.'
+                                     % (router.base, url, params['timeout'],
+                                        ' (draining)' if is_draining(entry) else ''), worker=entry, job_status=job)
             module.fail_json(
                 msg='The router at %s does not list %s as healthy %s s after it was asked to add it (%s). The router '
                     'adds a worker only once its /health, /server_info and /model_info answer.%s'
-                    % (router.base, url, params['timeout'], 'listed, unhealthy' if entry else 'not listed',
+                    % (router.base, url, params['timeout'],
+                       ('listed, %s' % (entry.get('status') or 'unhealthy')) if entry else 'not listed',
                        (' Router job: %s' % (job.get('message') or job)) if isinstance(job, dict) else ''),
                 worker=entry, job_status=job)
         time.sleep(1)
     recorded = params['members_file'] is not None and _record_members(
         module, params['members_file'], url, params['state'], params['worker_api_key'])
-    module.exit_json(changed=action != 'none' or recorded, action=action, worker=entry, worker_id=worker_id or (entry or {}).get('id'),
+    module.exit_json(changed=action != 'none' or recorded, action=action, worker=entry,
+                     worker_id=worker_id or (entry or {}).get('id'),
                      workers=dict((w['url'], w['is_healthy']) for w in workers))
 
 

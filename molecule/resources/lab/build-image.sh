@@ -43,7 +43,13 @@ cached_wheels=(
   "${release_wheels[@]}"
   "pip==$(pin sglang_venv_pip_version sglang)" "wheel==$(pin sglang_venv_wheel_version sglang)"
 )
-cached_wheels_with_deps=("sglang-router==$(pin sglang_router_version sglang_router)")
+# The router role installs either router package; each at the release the collection is verified with.
+mapfile -t router_wheels < <("$lab_python" -c '
+import runpy, sys
+for name, facts in sorted(runpy.run_path(sys.argv[1])["ROUTER_PACKAGES"].items()):
+    print("%s==%s" % (name, facts["verified_version"]))
+' "$repo/plugins/module_utils/_sglang_router_packages.py")
+cached_wheels_with_deps=("${router_wheels[@]}")
 cached_debs=(python3-venv python3-packaging prometheus prometheus-alertmanager prometheus-node-exporter)
 
 # The lab layer is rebuilt whenever any file under molecule/resources/lab or a cached pin changes.
@@ -133,7 +139,10 @@ download_wheels() {
   for wheel in "${cached_wheels[@]}"; do
     "${lab_pip[@]}" download -q --no-deps -d "$ctx/wheelhouse" "$wheel" || return 1
   done
-  "${lab_pip[@]}" download -q -d "$ctx/wheelhouse" "${cached_wheels_with_deps[@]}"
+  # The router packages are never installed together: their dependencies are resolved apart too.
+  for wheel in "${cached_wheels_with_deps[@]}"; do
+    "${lab_pip[@]}" download -q -d "$ctx/wheelhouse" "$wheel" || return 1
+  done
 }
 if ! download_wheels \
      >"$LAB_BUILD_DIR/wheelhouse.log" 2>&1; then

@@ -83,6 +83,12 @@ WRONG = [
     ('serving', 'serving_vm_boot_timeout', 0, 'serving_vm_boot_timeout must be seconds of at least 1'),
     ('sglang_router', 'sglang_router_health_timeout', 0, 'sglang_router_health_timeout must be seconds'),
     ('sglang_router', 'sglang_router_api_key', 'two words', 'white space'),
+    ('sglang_router', 'sglang_router_package', 'sglang-router-rs', 'must be one of sglang-router, smg'),
+    ('sglang_router', 'sglang_router_version', 'latest', 'exact version'),
+    ('sglang_router', 'sglang_router_version', '1.13.0', 'or sglang_router_package: smg to stay on smg'),
+    ('sglang_router', 'sglang_router_admin_api_key', 'admin-key', 'used with sglang_router_package: smg only'),
+    ('sglang_router', 'sglang_router_args', {'api-key': 'sk-router'}, 'Set sglang_router_api_key (vault it) instead'),
+    ('sglang_router', 'sglang_router_extra_args', {'tenant-api-key': ['a:sk']}, 'looks like a secret'),
     ('sglang_server', 'sglang_server_args', ['--model-path', 'x'], 'must be a mapping (key: value), got a list'),
     ('gpu_vm', 'gpu_vm_reboot_timeout', 'soon', 'must be a whole number, got the text'),
 ]
@@ -96,6 +102,34 @@ def test_a_wrong_value_is_named_with_what_to_change(role, name, value, words):
                    'node_metrics_timeout': {'node_metrics_gpu_collector': True}}.get(name, {}))
     problems = role_errors(role, options(role), values)
     assert any(words in problem and name in problem for problem in problems), problems
+
+
+# smg: the variables that together make a router that works, and what each wrong pair says.
+@pytest.mark.parametrize('settings, words', [
+    ({'sglang_router_version': '0.3.2'}, 'sglang_router_version: "1.13.0"'),
+    ({'sglang_router_api_key': 'servers-key'}, 'set sglang_router_admin_api_key'),
+    ({'sglang_router_api_key': 'servers-key', 'sglang_router_admin_api_key': 'servers-key'},
+     'sglang_router_admin_api_key must differ from sglang_router_api_key'),
+    ({'sglang_router_admin_api_key': 'bad key'}, 'white space'),
+])
+def test_smg_settings_that_cannot_work_are_named(settings, words):
+    values = dict(defaults('sglang_router'), sglang_router_package='smg', sglang_router_version='1.13.0')
+    values.update(settings)
+    problems = role_errors('sglang_router', options('sglang_router'), values)
+    assert any(words in problem for problem in problems), problems
+    assert not any('servers-key' in problem or 'bad key' in problem for problem in problems)
+
+
+@pytest.mark.parametrize('settings', [
+    {},
+    {'sglang_router_api_key': 'servers-key', 'sglang_router_admin_api_key': 'admin-key'},
+    {'sglang_router_admin_api_key': 'admin-key'},
+    {'sglang_router_version': '1.14.2'},
+])
+def test_smg_settings_that_work_pass(settings):
+    values = dict(defaults('sglang_router'), sglang_router_package='smg', sglang_router_version='1.13.0')
+    values.update(settings)
+    assert role_errors('sglang_router', options('sglang_router'), values) == []
 
 
 def test_types_come_before_rules_so_that_a_rule_never_reads_a_value_of_the_wrong_type():

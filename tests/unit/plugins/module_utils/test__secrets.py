@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_args import parse_router_args_source
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     ROUTER_SECRET_DESTS,
     SECRET_ENV_NAMES,
@@ -51,10 +52,29 @@ def fields_0_5_23():
     return names
 
 
-def test_every_secret_dest_is_a_real_option():
+def router_dests(source):
+    return set(option['dest'] for option in parse_router_args_source(source)['options'].values())
+
+
+def test_every_secret_dest_is_a_real_option(router_wheel_file):
     assert set(SERVER_SECRET_DESTS) <= dataclass_fields(SERVER_ARGS)
     assert set(SERVER_SECRET_DESTS) <= fields_0_5_23()
-    assert set(ROUTER_SECRET_DESTS) <= dataclass_fields(ROUTER_ARGS)
+    assert set(ROUTER_SECRET_DESTS) - {'tenant_api_key'} <= dataclass_fields(ROUTER_ARGS)
+    # The parsers' dests, as the router argument check compares them (smg's dataclass field is
+    # tenant_api_keys, its option's dest tenant_api_key).
+    assert set(ROUTER_SECRET_DESTS) <= router_dests(router_wheel_file('smg', 'smg/router_args.py'))
+    assert set(ROUTER_SECRET_DESTS) - router_dests(router_wheel_file('sglang-router', 'sglang_router/router_args.py')) \
+        == {'tenant_api_key'}
+
+
+@pytest.mark.parametrize('package, member', [('sglang-router', 'sglang_router/router_args.py'),
+                                             ('smg', 'smg/router_args.py')])
+def test_of_all_router_options_the_secret_ones_are_refused(router_wheel_file, package, member):
+    # Keys, passwords and URLs that embed credentials; a path to a key file (--tls-key-path) is none.
+    options = parse_router_args_source(router_wheel_file(package, member))['options']
+    looks_secret = set(option['dest'] for flag, option in options.items()
+                       if flag_looks_secret(flag) or flag.endswith(('-keys', '-db-url', '-redis-url')))
+    assert 'api_key' in looks_secret and looks_secret <= set(ROUTER_SECRET_DESTS)
 
 
 # 0.5.23 adds --ssl-keyfile-password: a secret too, with no vault-able variable of its own, so
@@ -91,7 +111,9 @@ def test_the_launcher_on_the_node_names_the_same_secrets():
     loader.exec_module(launcher)
     assert tuple(launcher.SECRET_FIELDS) == SERVER_SECRET_DESTS
     assert [flag for _env, flag in launcher.SECRET_ENV_FLAGS] == ['--' + flag for flag in SERVER_SECRET_FLAGS]
-    env_names = [env for env, _flag in launcher.SECRET_ENV_FLAGS] + [env for env, _path in launcher.SECRET_ENV_FILES]
+    assert set(flag[2:].replace('-', '_') for _env, flag in launcher.ROUTER_SECRET_ENV_FLAGS) <= set(ROUTER_SECRET_DESTS)
+    env_names = ([env for env, _flag in launcher.SECRET_ENV_FLAGS + launcher.ROUTER_SECRET_ENV_FLAGS]
+                 + [env for env, _path in launcher.SECRET_ENV_FILES])
     assert set(env_names) <= set(SECRET_ENV_NAMES)
 
 

@@ -8,7 +8,9 @@ import os
 
 import pytest
 
+from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_args import (
+    MANAGED_DESTS,
     argparse_defaults,
     build_router_command,
     parse_router_args_source,
@@ -75,3 +77,86 @@ def test_bad_router_arguments_are_named(source, spec, args, message):
     assert result['argv'] == []
     assert any(message in error for error in result['errors']), result['errors']
     assert all('secret' not in error for error in result['errors'])
+
+
+# The reader against both routers the role installs, read from their real wheels (tests/unit/conftest.py).
+ROUTER_SOURCES = [('sglang-router', 'sglang_router/router_args.py'), ('smg', 'smg/router_args.py')]
+
+
+@pytest.fixture(scope='module', params=ROUTER_SOURCES, ids=[package for package, _member in ROUTER_SOURCES])
+def wheel_router(request, router_wheel_file):
+    package, member = request.param
+    text = router_wheel_file(package, member)
+    return package, text, parse_router_args_source(text)
+
+
+def test_the_committed_copy_is_the_file_of_the_wheel(router_wheel_file, source):
+    assert router_wheel_file('sglang-router', 'sglang_router/router_args.py') == source
+
+
+def test_each_router_reads_without_unresolved_options(wheel_router):
+    package, _text, spec = wheel_router
+    expected = {'sglang-router': 98, 'smg': 213}[package]
+    assert len(spec['options']) == expected
+    for flag in ('--host', '--port', '--policy', '--prometheus-host', '--prometheus-port', '--health-check-interval-secs',
+                 '--api-key', '--control-plane-api-keys'):
+        assert flag in spec['options'], flag
+    assert all(flag.startswith('--') and '{' not in flag for flag in spec['option_strings'])
+
+
+def test_the_roles_default_command_is_valid_for_each_router(wheel_router):
+    _package, text, spec = wheel_router
+    result = build_router_command(spec, {'host': '0.0.0.0', 'port': 30000, 'policy': 'cache_aware',
+                                         'prometheus-host': '0.0.0.0', 'prometheus-port': 29000,
+                                         'health-check-interval-secs': 10}, argparse_defaults(text))
+    assert result['errors'] == []
+    assert result['argv'] == ['--host', '0.0.0.0', '--port', '30000', '--policy', 'cache_aware', '--prometheus-host',
+                              '0.0.0.0', '--prometheus-port', '29000', '--health-check-interval-secs', '10']
+    assert (result['port'], result['prometheus_port'], result['policy']) == (30000, 29000, 'cache_aware')
+
+
+def test_every_managed_and_secret_option_is_one_of_a_real_router(router_wheel_file):
+    dests = set()
+    for package, member in ROUTER_SOURCES:
+        dests |= set(o['dest'] for o in parse_router_args_source(router_wheel_file(package, member))['options'].values())
+    assert set(MANAGED_DESTS) <= dests
+    assert set(ROUTER_SECRET_DESTS) <= dests
+
+
+# smg's ways of giving the router workers, each refused as --worker-urls is.
+@pytest.mark.parametrize('args', [
+    {'epd-disaggregation': True}, {'encode': ['http://e1:8000']}, {'discovery-provider': 'file'},
+    {'discovery-file': '/etc/sglang-router/workers.yaml'}, {'enable-mesh': True},
+    {'mesh-peer-urls': ['http://router-2:39527']}, {'enable-rl': True}, {'worker-urls': ['http://w1:8000']},
+    {'service-discovery': True}, {'pd-disaggregation': True},
+])
+def test_smg_refuses_every_other_way_of_giving_workers(router_wheel_file, args):
+    text = router_wheel_file('smg', 'smg/router_args.py')
+    result = build_router_command(parse_router_args_source(text), args, argparse_defaults(text))
+    assert result['argv'] == []
+    assert any("is not supported: workers are registered through the router's /workers API" in error
+               for error in result['errors']), result['errors']
+
+
+@pytest.mark.parametrize('args, flag', [
+    ({'tenant-api-key': ['team-a:sk-tenant']}, '--tenant-api-key'),
+    ({'control-plane-api-keys': ['ops:Ops:admin:k']}, '--control-plane-api-keys'),
+    ({'api-key': 'k'}, '--api-key'),
+    ({'redis-url': 'redis://:pw@cache:6379'}, '--redis-url'),
+])
+def test_smg_refuses_secrets_on_its_command_line(router_wheel_file, args, flag):
+    text = router_wheel_file('smg', 'smg/router_args.py')
+    result = build_router_command(parse_router_args_source(text), args, argparse_defaults(text))
+    assert result['argv'] == []
+    assert any('%s must not be set here' % flag in error and 'sglang_router_admin_api_key' in error
+               for error in result['errors']), result['errors']
+    assert not any('sk-tenant' in error or ':pw@' in error for error in result['errors'])
+
+
+def test_smg_knows_what_sglang_router_did_not(wheel_router):
+    package, text, spec = wheel_router
+    result = build_router_command(spec, {'policy': 'least_load', 'log-json': True}, argparse_defaults(text))
+    if package == 'smg':
+        assert result['errors'] == [] and result['argv'] == ['--policy', 'least_load', '--log-json']
+    else:
+        assert any('--policy=least_load is not valid' in error for error in result['errors']), result['errors']

@@ -10,13 +10,23 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
+    add_answer,
     add_request,
+    is_draining,
+    is_routed,
+    normalize_url,
     parse_workers,
     plan,
     requests_in_flight,
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang_router', '0.3.2')
+SMG = os.path.join(os.path.dirname(__file__), 'fixtures', 'smg', '1.13.0')
+
+
+def smg_answer(name):
+    with open(os.path.join(SMG, name)) as handle:
+        return handle.read()
 
 
 @pytest.fixture(scope='module')
@@ -27,7 +37,67 @@ def workers():
 
 def test_workers_answer(workers):
     assert workers == [{'id': '775c82cc-aaa4-4cd8-8fe8-6d9e92e98aa6', 'url': 'http://127.0.0.1:18001',
-                        'model_id': 'glm-5', 'is_healthy': True, 'load': 0}]
+                        'model_id': 'glm-5', 'is_healthy': True, 'load': 0, 'status': None,
+                        'labels': {'dp_size': '1', 'model_path': 'x', 'tp_size': '1', 'served_model_name': 'glm-5'}}]
+    assert is_routed(workers[0]) and not is_draining(workers[0])
+
+
+def test_smg_workers_answer():
+    worker, = parse_workers(smg_answer('workers.json'))
+    assert dict((k, worker[k]) for k in ('id', 'url', 'model_id', 'is_healthy', 'load', 'status')) == {
+        'id': '01a232fe-443f-725e-bbd5-55ceaf32b573', 'url': 'http://127.0.0.1:18001', 'model_id': 'fake-model',
+        'is_healthy': True, 'load': 0, 'status': 'ready'}
+    # smg's labels stand where sglang-router had its metadata.
+    assert worker['labels']['served_model_name'] == 'fake-model' and worker['labels']['tp_size'] == '1'
+    assert is_routed(worker)
+
+
+def test_smg_lists_a_removed_worker_as_draining_until_it_is_gone():
+    worker, = parse_workers(smg_answer('workers-draining.json'))
+    assert worker['status'] == 'draining' and not worker['is_healthy']
+    assert is_draining(worker) and not is_routed(worker)
+    assert parse_workers('{"workers":[],"total":0,"stats":{}}') == []
+
+
+@pytest.mark.parametrize('state, action', [('present', 'add'), ('absent', 'none')])
+def test_a_draining_worker_is_on_its_way_out(state, action):
+    decision = plan(parse_workers(smg_answer('workers-draining.json')), 'http://127.0.0.1:18101', state)
+    assert decision['action'] == action and decision['draining']
+
+
+@pytest.mark.parametrize('status, name, expected', [
+    (202, 'add-accepted.json', {'worker_id': '01a232fe-443f-725e-bbd5-55ceaf32b573', 'already': None}),
+    (409, 'add-already-listed.json', {'worker_id': '01a232fe-443f-725e-bbd5-55ceaf32b573', 'already': 'listed'}),
+    (409, 'add-already-adding.json', {'worker_id': '01a2331e-d20c-7292-88f5-87881ce043eb', 'already': 'adding'}),
+])
+def test_smg_add_answers(status, name, expected):
+    assert add_answer(status, smg_answer(name)) == expected
+
+
+def test_an_add_smg_refuses_is_said_in_its_words():
+    with pytest.raises(SglangRouterWorkersError, match='400: .*must start with a lowercase http://'):
+        add_answer(400, smg_answer('add-bad-scheme.json'))
+    with pytest.raises(SglangRouterWorkersError, match='409'):
+        add_answer(409, '{"error": "something else", "code": "CONFLICT"}')
+
+
+def test_sglang_router_answers_a_repeated_add_with_202():
+    # 0.3.2 (live transcript): the same worker_id again, no "already".
+    body = ('{"status":"accepted","worker_id":"e2ca346c-ef88-465e-8207-52856eff6c56","url":"http://127.0.0.1:18002",'
+            '"location":"/workers/e2ca346c-ef88-465e-8207-52856eff6c56","message":"Worker addition queued for '
+            'background processing"}')
+    assert add_answer(202, body) == {'worker_id': 'e2ca346c-ef88-465e-8207-52856eff6c56', 'already': None}
+
+
+@pytest.mark.parametrize('url, sent', [
+    ('HTTP://127.0.0.1:18001/', 'http://127.0.0.1:18001'),
+    ('http://10.0.0.11:8000', 'http://10.0.0.11:8000'),
+    ('https://Node-1.example:8443//', 'https://node-1.example:8443'),
+    ('http://[fd00::11]:8000/', 'http://[fd00::11]:8000'),
+])
+def test_the_url_is_sent_as_smg_accepts_and_matches_it(url, sent):
+    assert normalize_url(url) == sent
+    assert add_request(url)['url'] == sent
 
 
 @pytest.mark.parametrize('url, state, action', [
@@ -43,7 +113,7 @@ def test_plan(workers, url, state, action):
 
 def test_add_request_carries_the_workers_key_only_when_given():
     assert add_request('http://w:8000') == {'url': 'http://w:8000'}
-    assert add_request('http://w:8000', 'k') == {'url': 'http://w:8000', 'api_key': 'k'}
+    assert add_request('http://w:8000/', 'k') == {'url': 'http://w:8000', 'api_key': 'k'}
 
 
 @pytest.mark.parametrize('text', ['<html>', '{"total": 0}', '{"workers": [{"url": "x"}]}'])

@@ -53,3 +53,55 @@ def test_a_removed_worker_leaves_the_record(run_module, fake_router, tmp_path):
 def test_a_host_without_the_routers_folder_is_named(run_module, fake_router, tmp_path):
     result = join(run_module, fake_router, tmp_path / 'missing' / 'workers.json')
     assert result['failed'] and 'deploy the router (role sglang_router) here first' in result['msg']
+
+
+# smg 1.13.0: the same module, a router that answers 409, refuses capitals and drains first.
+def test_smg_gets_the_url_in_the_one_spelling_it_takes_and_a_rerun_changes_nothing(run_module, fake_smg, tmp_path):
+    members = tmp_path / 'workers.json'
+    first = run_module(router_url=fake_smg.url, router_api_key=fake_smg.api_key, url='HTTP://10.0.0.11:8000/',
+                       worker_api_key='worker-key-1', members_file=str(members), timeout=5)
+    assert first['changed'] and first['action'] == 'add', first
+    assert fake_smg.requests == [('POST', '/workers', {'url': WORKER, 'api_key': 'worker-key-1'})]
+    assert first['worker']['status'] == 'ready' and first['worker']['labels'] == {'served_model_name': 'm'}
+    again = run_module(router_url=fake_smg.url, router_api_key=fake_smg.api_key, url=WORKER + '/',
+                       worker_api_key='worker-key-1', members_file=str(members), timeout=5)
+    assert not again['changed'] and again['action'] == 'none'
+    assert len(fake_smg.requests) == 1
+
+
+def test_smg_409_for_a_worker_it_is_adding_already_counts_as_asked(run_module, fake_smg):
+    # Added by an earlier run (or the router's restore) and still not answering: smg answers 409.
+    fake_smg.unreachable.add(WORKER)
+    fake_smg.add(WORKER)
+    result = run_module(router_url=fake_smg.url, router_api_key=fake_smg.api_key, url=WORKER, timeout=2)
+    assert result['failed'] and 'does not list http://10.0.0.11:8000 as healthy 2 s after' in result['msg']
+    assert 'answered 409' not in result['msg']
+    no_wait = run_module(router_url=fake_smg.url, router_api_key=fake_smg.api_key, url=WORKER, wait=False)
+    # The add was asked for before: nothing new, and the id from smg's message.
+    assert not no_wait['changed'] and no_wait['action'] == 'none'
+    assert no_wait['worker_id'] == '01a2331e-d20c-7292-88f5-87881ce043eb'
+
+
+def test_smg_removal_waits_for_the_end_of_the_drain(run_module, fake_smg, tmp_path):
+    members = tmp_path / 'workers.json'
+    join(run_module, fake_smg, members)
+    fake_smg.drain_polls = 3
+    result = join(run_module, fake_smg, members, state='absent')
+    assert result['changed'] and result['action'] == 'remove' and result['worker'] is None
+    assert fake_smg.workers == [] and json.loads(members.read_text()) == {'workers': {}}
+
+
+def test_smg_a_draining_worker_asked_back_is_added_once_it_is_gone(run_module, fake_smg, tmp_path):
+    members = tmp_path / 'workers.json'
+    join(run_module, fake_smg, members)
+    fake_smg.drain_polls = 3
+    fake_smg.remove(fake_smg.workers[0]['id'])
+    result = join(run_module, fake_smg, members)
+    assert result['changed'] and result['action'] == 'add' and result['worker']['status'] == 'ready'
+    posts = [r for r in fake_smg.requests if r[0] == 'POST']
+    assert len(posts) == 2 and len(fake_smg.workers) == 1
+
+
+def test_smg_a_key_it_refuses_names_the_admin_key(run_module, fake_smg):
+    result = run_module(router_url=fake_smg.url, router_api_key='router-client-key', url=WORKER, timeout=2)
+    assert result['failed'] and 'sglang_router_admin_api_key' in result['msg']

@@ -124,3 +124,34 @@ def test_promtool_passes_the_rule_tests(tmp_path):
     result = subprocess.run(['promtool', 'test', 'rules', 'inferops-serving.rules.test.yml'], cwd=str(tmp_path),
                             capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# The router's metrics as each router package the sglang_router role installs exports them
+# (fixtures/: trimmed real scrapes of its Prometheus listener).
+ROUTER_SCRAPES = {'sglang-router': 'sglang-router-0.3.2-metrics.txt', 'smg': 'smg-1.13.0-metrics.txt'}
+ROUTER_METRIC = re.compile(r'\bsmg_[a-z0-9_]+')
+
+
+def scraped_series(package):
+    with open(os.path.join(os.path.dirname(__file__), 'fixtures', ROUTER_SCRAPES[package])) as handle:
+        return set(match.group(0) for line in handle if not line.startswith('#')
+                   for match in [ROUTER_METRIC.match(line)] if match)
+
+
+def router_metrics_used():
+    used = set()
+    for title, expr in dashboard_queries():
+        used.update((name, 'dashboard panel %r' % title) for name in ROUTER_METRIC.findall(expr))
+    for rule in yaml.safe_load(render_rules())['groups'][0]['rules']:
+        used.update((name, 'alert %s' % rule['alert']) for name in ROUTER_METRIC.findall(rule['expr']))
+    return used
+
+
+@pytest.mark.parametrize('package', sorted(ROUTER_SCRAPES))
+def test_every_router_metric_the_dashboard_and_alerts_read_is_one_the_router_exports(package):
+    series = scraped_series(package)
+    assert 'smg_worker_health' in series and len(series) > 15
+    used = router_metrics_used()
+    assert ('smg_worker_health', 'alert SGLangRouterNoHealthyWorker') in used
+    missing = sorted('%s (%s)' % (name, where) for name, where in used if name not in series)
+    assert not missing, '%s does not export: %s' % (package, ', '.join(missing))

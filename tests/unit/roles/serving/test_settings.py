@@ -20,12 +20,13 @@ pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK),
                                 reason='needs ansible-playbook next to the test interpreter')
 
 
-def run(tmp_path, **settings):
+def run(tmp_path, inventory_text='gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n',
+        **settings):
     extra = dict(settings, ansible_python_interpreter=sys.executable, ansible_become=False,
                  serving_history_path=str(tmp_path / 'history.jsonl'),
                  serving_reports_dir=str(tmp_path / 'reports'))
     inventory = tmp_path / 'hosts.yml'
-    inventory.write_text('gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n')
+    inventory.write_text(inventory_text)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
                ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
     proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', 'playbooks/benchmark.yml',
@@ -60,3 +61,34 @@ def test_valid_settings_get_past_validation(tmp_path):
     # Stops at the node's missing history instead: validation and the range checks passed.
     assert rc != 0
     assert "testhost has no deploy in" in output, output[-3000:]
+
+
+# A router the run never contacts: its variables are all the check reads.
+ROUTED = """gpu_nodes:
+  hosts:
+    testhost:
+      ansible_connection: local
+      sglang_server_api_key: servers-key-not-a-secret
+sglang_routers:
+  hosts:
+    router-1:
+      ansible_connection: local
+      sglang_router_package: %s
+      sglang_router_api_key: %s
+"""
+
+
+def test_behind_smg_a_client_key_the_servers_refuse_stops_the_run_first(tmp_path):
+    rc, output = run(tmp_path, ROUTED % ('smg', 'clients-key-not-a-secret'))
+    assert rc != 0
+    assert ("The router on router-1 runs smg (sglang_router_package), which passes the key clients send on to the"
+            " servers; its sglang_router_api_key is not the sglang_server_api_key of testhost") in output, output[-3000:]
+    assert "Read the node's history" not in output, output[-3000:]
+    assert 'servers-key-not-a-secret' not in output and 'clients-key-not-a-secret' not in output
+
+
+@pytest.mark.parametrize('package, client_key', [('smg', 'servers-key-not-a-secret'),
+                                                 ('sglang-router', 'clients-key-not-a-secret')])
+def test_a_router_whose_client_key_reaches_the_servers_passes(tmp_path, package, client_key):
+    rc, output = run(tmp_path, ROUTED % (package, client_key))
+    assert rc != 0 and "testhost has no deploy in" in output, output[-3000:]

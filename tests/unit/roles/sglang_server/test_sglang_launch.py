@@ -152,3 +152,36 @@ def test_restore_workers_takes_the_router_key_out_of_its_environment(launcher, m
     argv, env = execs[0]
     assert argv[2:4] == ['restore-workers', '--secrets-fd'] and 'SGLANG_API_KEY' not in env
     assert 'router-client-key' not in ' '.join(argv)
+
+
+def test_the_routers_admin_key_becomes_its_one_control_plane_key_without_a_command_line(launcher, monkeypatch):
+    monkeypatch.setenv('SGLANG_API_KEY', 'servers-key')
+    monkeypatch.setenv('SGLANG_ROUTER_ADMIN_API_KEY', 'admin:key-with-colons')
+    execs = []
+    monkeypatch.setattr(launcher.os, 'execve', lambda path, argv, env: execs.append((argv, env)))
+    launcher.main(['run', 'smg.launch_router', '--port', '30000'])
+    (argv, env), = execs
+    assert 'SGLANG_ROUTER_ADMIN_API_KEY' not in env and 'SGLANG_API_KEY' not in env
+    assert 'key-with-colons' not in ' '.join(argv) and 'servers-key' not in ' '.join(argv)
+    started = []
+    monkeypatch.setattr(launcher.runpy, 'run_module', lambda module, **kw: started.append((module, list(sys.argv))))
+    assert launcher.main(argv[2:]) == 0
+    assert started == [('smg.launch_router', ['smg.launch_router', '--port', '30000', '--api-key', 'servers-key',
+                                              '--control-plane-api-keys',
+                                              'inferops-serving:inferops.serving:admin:admin:key-with-colons'])]
+
+
+def test_restore_workers_with_smg_uses_the_admin_key_and_takes_409_for_known(launcher, fake_smg, tmp_path, capsys):
+    fake_smg.workers.append(fake_smg.entry('http://10.0.0.11:8000'))
+    fake_smg.unreachable.add('http://10.0.0.13:8000')
+    fake_smg.add('http://10.0.0.13:8000')
+    members = tmp_path / 'workers.json'
+    members.write_text(json.dumps({'workers': {'http://10.0.0.11:8000': {'api_key': 'k1'},
+                                               'HTTP://10.0.0.12:8000/': {'api_key': 'k2'},
+                                               'http://10.0.0.13:8000': {'api_key': None}}}))
+    secrets = {'--api-key': 'servers-key', '--control-plane-api-keys': fake_smg.api_key}
+    assert launcher.restore_workers(fake_smg.url, str(members), os.getpid(), secrets=secrets) == 0
+    assert fake_smg.requests == [('POST', '/workers', {'url': 'http://10.0.0.12:8000', 'api_key': 'k2'}),
+                                 ('POST', '/workers', {'url': 'http://10.0.0.13:8000'})]
+    out = capsys.readouterr()
+    assert 'the router has http://10.0.0.13:8000 already (409)' in out.out and out.err == ''
