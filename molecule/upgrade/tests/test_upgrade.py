@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+testinfra_hosts = ["lab-upgrade"]
 HISTORY = "/var/lib/sglang/history.jsonl"
 VENVS = "/opt/sglang/venvs"
 
