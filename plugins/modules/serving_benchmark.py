@@ -20,7 +20,7 @@ description:
     what the GPUs were doing (for example 250 W of 600 W on a PCIe-bound node).
   - O(mode=builtin) needs only the Python standard library on the node.
     O(mode=sglang) runs SGLang's own serving benchmark with the C(random-ids)
-    dataset (no download) in the server's virtual environment: C(sglang.benchmark.serving)
+    dataset (no download) in the server's virtual environment, C(sglang.benchmark.serving)
     where the installed SGLang has it (0.5.23 on), else C(sglang.bench_serving) (0.5.9),
     told apart by the files in the interpreter's site-packages.
   - The module only reads; in check mode it does not send load and returns C(skipped).
