@@ -73,7 +73,11 @@ def probe(probe_dir):
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format='[%(asctime)s] %(message)s')
     logger = logging.getLogger('sglang.srt.entrypoints.engine')
-    report = {'argv': list(sys.argv), 'key_held': server_args.api_key == API_KEY,
+    # The steps below stand for the release's launch_server, which parses its argv the same way.
+    with open(importlib.util.find_spec('sglang.launch_server').origin) as handle:
+        parses_argv = 'server_args = prepare_server_args(sys.argv[1:])' in handle.read()
+    report = {'argv': list(sys.argv), 'launch_server_parses_argv': parses_argv,
+              'key_held': server_args.api_key == API_KEY,
               'admin_key_held': server_args.admin_api_key == ADMIN_KEY, 'steps': []}
     if hasattr(server_args, 'resolve_once'):
         # 0.5.23: run_server resolves; engine.py publishes before its start-up line.

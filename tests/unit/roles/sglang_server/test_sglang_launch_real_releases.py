@@ -74,7 +74,7 @@ def test_the_keys_never_reach_the_log_server_info_or_dumps_of_the_real_release(t
     # The request dump, and the crash dump in a folder of the host's name.
     assert 'requests.pkl' in written and any(name.startswith('probe/crash_dump_') for name in written)
     report = json.loads(written['report.json'])
-    assert report['key_held'] and report['admin_key_held']
+    assert report['key_held'] and report['admin_key_held'] and report['launch_server_parses_argv']
     assert report['steps'][-2:] == ['http_server.server_info', 'TokenizerManager dumps']
     for key in (API_KEY, ADMIN_KEY):
         assert key not in proc.stdout + proc.stderr
