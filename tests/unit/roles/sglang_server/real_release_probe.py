@@ -85,12 +85,12 @@ def probe(probe_dir):
         from sglang.srt.runtime_context import publish
         publish(server_args, role='tokenizer')
         from sglang.srt.entrypoints.engine import _server_args_for_logging
-        logger.info('server_args=%s' % _server_args_for_logging(server_args))
+        logger.info('server_args=%s', _server_args_for_logging(server_args))
         report['steps'].append('engine._server_args_for_logging')
         report['launch_command'] = server_args.launch_command
     else:
         # 0.5.9: entrypoints/engine.py:1031, inside _launch_subprocesses.
-        logger.info('server_args=%r' % (server_args,))
+        logger.info('server_args=%r', server_args)
         report['steps'].append('repr(ServerArgs)')
     report['server_info'] = json.loads(json.dumps(server_info(server_args), default=str))
     report['steps'].append('http_server.server_info')

@@ -44,9 +44,9 @@ TINY_LLAMA = {'architectures': ['LlamaForCausalLM'], 'model_type': 'llama', 'hid
 
 def release_environment(version):
     for entry in os.environ.get('INFEROPS_SGLANG_RELEASES', '').split():
-        name, _, spec = entry.partition('=')
+        name, _equals, spec = entry.partition('=')
         if name == version:
-            python, _, path = spec.partition(':')
+            python, _colon, path = spec.partition(':')
             return python, path
     pytest.skip('no environment with SGLang %s named in INFEROPS_SGLANG_RELEASES' % version)
 
