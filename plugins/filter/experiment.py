@@ -83,9 +83,11 @@ def host_experiment_decision(check, topology, evidence=None, error=None):
     return host_decide(check, topology, evidence=evidence, error=error)
 
 
-def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0):
+def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0,
+                    baseline_versions=None, candidate_versions=None):
     try:
-        return _answers_compare(prompts, baseline, candidate, min_agreement, max_logprob_divergence)
+        return _answers_compare(prompts, baseline, candidate, min_agreement, max_logprob_divergence,
+                                baseline_versions, candidate_versions)
     except CorrectnessError as exc:
         raise AnsibleFilterError(str(exc))
 

@@ -8,10 +8,18 @@ A change to a collective kernel can return wrong sums and still serve, faster. G
 the baseline's answers are the reference: an experiment whose answers drift beyond the
 thresholds is rolled back like a slow one.
 
-Answers are compared token by token. Where the server returns per-token log-probabilities
-(SGLang's OpenAI-compatible chat completions with ``logprobs: true``: ``choices[0].logprobs.
-content[i].token`` and ``.logprob``), the tokens are the server's own and the log-probabilities
-of the tokens both runs agree on are compared too; otherwise the text is split on whitespace.
+Answers are compared token by token. Where both answers carry the ids of their tokens
+(``choices[0].response_token_ids``, which SGLang returns from 0.5.23 on when asked with
+``return_token_ids``), the ids are compared. Otherwise, where the server returns per-token
+log-probabilities (SGLang's OpenAI-compatible chat completions with ``logprobs: true``:
+``choices[0].logprobs.content[i].token`` and ``.logprob``, the same fields in 0.5.9 and
+0.5.23), the tokens are the server's own strings; otherwise the text is split on whitespace.
+The log-probabilities of the tokens both runs agree on are compared too.
+
+A token's string is its id decoded by the server's tokenizer library, which a change of SGLang
+release changes too (transformers 4.57 under 0.5.9, 5.19 under 0.5.23): the same ids may then
+read differently. 0.5.9 returns no ids, so an answer of each side of such an upgrade can only be
+compared as strings; a comparison that fails across releases says so in its message.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -34,6 +42,9 @@ def request_body(model, prompt, max_tokens, seed, top_logprobs=1):
         'temperature': 0,
         'seed': seed,
         'stream': False,
+        # 0.5.23 then returns the answer's token ids (non-streaming only); 0.5.9's request
+        # model drops fields it does not know, so the same body serves both.
+        'return_token_ids': True,
     }
     if top_logprobs:
         body['logprobs'] = True
@@ -58,7 +69,10 @@ def parse_answer(response):
     else:
         tokens = text.split()
         logprobs = None
-    return {'text': text, 'tokens': tokens, 'logprobs': logprobs,
+    token_ids = choice.get('response_token_ids')
+    if not (isinstance(token_ids, list) and token_ids and all(isinstance(i, int) for i in token_ids)):
+        token_ids = None
+    return {'text': text, 'tokens': tokens, 'token_ids': token_ids, 'logprobs': logprobs,
             'finish_reason': choice.get('finish_reason')}
 
 
@@ -74,15 +88,21 @@ def _joined(tokens):
     return any(t[:1].isspace() or t[-1:].isspace() for t in tokens if t)
 
 
-def compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0):
+def compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0,
+            baseline_versions=None, candidate_versions=None):
     """Compare two lists of ``parse_answer`` results for the same ``prompts``.
 
     Token agreement is the share of token positions, over all prompts, that lie in the common
-    prefix of the two answers (greedy answers that part at one token rarely meet again).
-    Log-probability divergence is the largest absolute difference of the log-probability of a
-    token both answers agree on. Returns ``ok``, ``agreement``, ``max_logprob_divergence``
-    (None without log-probabilities), per-prompt ``prompts`` and, when not ok, a ``message``
-    that says where the answers parted: prompt, first differing token and the text around it.
+    prefix of the two answers (greedy answers that part at one token rarely meet again): of
+    their token ids where both carry them, else of their token strings. Log-probability
+    divergence is the largest absolute difference of the log-probability of a token both
+    answers agree on. ``baseline_versions`` and ``candidate_versions`` are the package versions
+    each side ran (``sglang_installation.versions``); when they name different SGLang or
+    transformers releases, ``release_change`` says which. Returns ``ok``, ``agreement``,
+    ``max_logprob_divergence`` (None without log-probabilities), ``release_change``, per-prompt
+    ``prompts`` (each with what was ``compared``: ``token_ids`` or ``tokens``) and, when not ok, a
+    ``message`` that says where the answers parted: prompt, first differing token and the text
+    around it, and whether the releases differ while token strings were compared.
     """
     if not 0 <= float(min_agreement) <= 1:
         raise CorrectnessError('serving_lock_min_agreement is a fraction in [0, 1], got %r' % (min_agreement,))
@@ -98,17 +118,22 @@ def compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_diverge
     rows = []
     for index, (prompt, base, cand) in enumerate(zip(prompts, baseline, candidate)):
         base_tokens, cand_tokens = base['tokens'], cand['tokens']
+        compared = 'tokens'
+        base_seq, cand_seq = base_tokens, cand_tokens
+        if base.get('token_ids') and cand.get('token_ids'):
+            compared = 'token_ids'
+            base_seq, cand_seq = base['token_ids'], cand['token_ids']
         prefix = 0
-        while prefix < min(len(base_tokens), len(cand_tokens)) and base_tokens[prefix] == cand_tokens[prefix]:
+        while prefix < min(len(base_seq), len(cand_seq)) and base_seq[prefix] == cand_seq[prefix]:
             prefix += 1
-        length = max(len(base_tokens), len(cand_tokens))
+        length = max(len(base_seq), len(cand_seq))
         agreed += prefix
         total += length
         divergence = None
         if base.get('logprobs') is not None and cand.get('logprobs') is not None and prefix:
             divergence = max(abs(a - b) for a, b in zip(base['logprobs'][:prefix], cand['logprobs'][:prefix]))
             worst_lp = divergence if worst_lp is None else max(worst_lp, divergence)
-        row = {'index': index, 'prompt': prompt, 'tokens': length, 'agreed': prefix,
+        row = {'index': index, 'prompt': prompt, 'compared': compared, 'tokens': length, 'agreed': prefix,
                'max_logprob_divergence': None if divergence is None else round(divergence, 4),
                'first_difference': None}
         if prefix < length:
@@ -126,16 +151,44 @@ def compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_diverge
     if worst_lp is not None and worst_lp > float(max_logprob_divergence):
         failures.append('log-probabilities of agreed tokens differ by up to %.3f, more than '
                         'serving_lock_max_logprob_divergence %.3f' % (worst_lp, float(max_logprob_divergence)))
+    release_change = _release_change(baseline_versions, candidate_versions)
     result = {
         'ok': not failures,
         'agreement': round(agreement, 4),
         'max_logprob_divergence': None if worst_lp is None else round(worst_lp, 4),
+        'release_change': release_change,
         'prompts': rows,
         'message': '',
     }
     if failures:
-        result['message'] = 'answers changed: %s%s' % ('; '.join(failures), _where(rows))
+        result['message'] = 'answers changed: %s%s%s' % ('; '.join(failures), _where(rows),
+                                                         _across_releases(release_change, rows))
     return result
+
+
+# The packages whose versions decide how token ids read as strings.
+_DECODING_PACKAGES = (('sglang', 'SGLang'), ('transformers', 'transformers'), ('tokenizers', 'tokenizers'))
+
+
+def _release_change(baseline_versions, candidate_versions):
+    """'SGLang 0.5.9 -> 0.5.23, ...' for the decoding packages whose versions both sides name and
+    that differ; None when none does (or the versions are unknown)."""
+    baseline_versions, candidate_versions = baseline_versions or {}, candidate_versions or {}
+    changes = ['%s %s -> %s' % (label, baseline_versions[name], candidate_versions[name])
+               for name, label in _DECODING_PACKAGES
+               if baseline_versions.get(name) and candidate_versions.get(name)
+               and str(baseline_versions[name]) != str(candidate_versions[name])]
+    return ', '.join(changes) or None
+
+
+def _across_releases(release_change, rows):
+    as_strings = [row for row in rows if row['first_difference'] is not None and row['compared'] != 'token_ids']
+    if not release_change or not as_strings:
+        return ''
+    return ('. The baseline and the experiment ran different releases (%s), and %d of the differing prompts were '
+            'compared as token strings: each release decodes token ids with its own tokenizer library, so the '
+            'strings can differ where the ids agree. Token ids are compared only where both answers carry them '
+            '(SGLang 0.5.23 and later)' % (release_change, len(as_strings)))
 
 
 def _where(rows):
@@ -158,6 +211,7 @@ def summary(lock):
     parted = [row for row in lock.get('prompts') or [] if row.get('first_difference')]
     return {'ok': lock.get('ok'), 'agreement': lock.get('agreement'),
             'max_logprob_divergence': lock.get('max_logprob_divergence'),
+            'release_change': lock.get('release_change'),
             'prompts_differing': len(parted),
             'first_difference': None if not parted else dict(parted[0]['first_difference'], prompt=parted[0]['prompt']),
             'message': lock.get('message') or ''}

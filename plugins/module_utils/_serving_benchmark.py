@@ -8,7 +8,8 @@ node without the serving stack and can be tested against a loopback stub:
 
 * a streaming chat-completions client at a fixed concurrency,
 * the summary of a run (throughput, median/p99 TTFT and TPOT),
-* parsers for ``sglang.bench_serving`` JSONL output and ``nvidia-smi`` CSV,
+* parsers for the JSONL output of SGLang's serving benchmark (``sglang.bench_serving``,
+  ``sglang.benchmark.serving`` from 0.5.23) and ``nvidia-smi`` CSV,
 * a GPU sampler thread,
 * repeated runs folded into one result, and tokens per joule.
 
@@ -20,6 +21,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import os
 import threading
 import time
 
@@ -40,7 +42,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._statistics impor
 
 NVIDIA_SMI_QUERY = ['--query-gpu=power.draw,utilization.gpu,power.limit', '--format=csv,noheader,nounits']
 
-# Keys `sglang.bench_serving` writes per run into its --output-file (one JSON object per line).
+# Keys SGLang's serving benchmark writes per run into its --output-file (one JSON object per line),
+# with the same names and units in 0.5.9's sglang.bench_serving and 0.5.23's sglang.benchmark.serving.
 BENCH_SERVING_KEYS = ('output_throughput', 'total_throughput', 'median_ttft_ms', 'median_tpot_ms',
                       'p99_ttft_ms', 'p99_tpot_ms', 'completed', 'duration')
 
@@ -91,7 +94,7 @@ def summarize_requests(requests, duration_s):
 
 
 def parse_bench_serving_jsonl(text):
-    """Return the metrics of the last run recorded in a ``sglang.bench_serving`` output file.
+    """Return the metrics of the last run recorded in the output file of SGLang's serving benchmark.
 
     bench_serving appends one JSON object per run, so the newest run is the last
     line that parses and carries ``output_throughput``.
@@ -380,10 +383,28 @@ def run_chat_benchmark(base_url, model, num_prompts, concurrency, input_words, m
     return results, time.monotonic() - started
 
 
-def bench_serving_argv(python, host, port, model, served_model_name, num_prompts, concurrency,
+# Where a release keeps its serving benchmark, newest layout first. SGLang 0.5.23 moved it to
+# sglang/benchmark/serving.py and left sglang/bench_serving.py as a shim that warns it will be
+# removed; 0.5.9 has only the latter. Options and --output-file rows are the same in both.
+BENCH_SERVING_MODULES = (('sglang/benchmark/serving.py', 'sglang.benchmark.serving'),
+                         ('sglang/bench_serving.py', 'sglang.bench_serving'))
+
+
+def bench_serving_module(site_packages):
+    """The module to run as ``python -m`` for the serving benchmark of the SGLang installed in
+    ``site_packages`` (the interpreter's site-packages folders), found by its file."""
+    for relative, module in BENCH_SERVING_MODULES:
+        if any(os.path.isfile(os.path.join(folder, relative)) for folder in site_packages):
+            return module
+    raise ServingBenchmarkError('no SGLang serving benchmark (%s) in %s'
+                                % (' or '.join(relative for relative, _module in BENCH_SERVING_MODULES),
+                                   ', '.join(site_packages) or 'no site-packages'))
+
+
+def bench_serving_argv(python, bench_module, host, port, model, served_model_name, num_prompts, concurrency,
                        input_len, output_len, output_file):
     """Command line of SGLang's own benchmark; random-ids needs no dataset download."""
-    return [python, '-m', 'sglang.bench_serving',
+    return [python, '-m', bench_module,
             '--backend', 'sglang-oai-chat',
             '--host', host, '--port', str(port),
             '--model', model, '--served-model-name', served_model_name,

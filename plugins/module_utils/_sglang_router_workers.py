@@ -146,15 +146,21 @@ def members_after(members, url, state, api_key=None):
     return {'workers': dict(sorted(workers.items()))}
 
 
-_METRIC_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{[^}]*\})?\s+(?P<value>\S+)')
-# SGLang 0.5.9 writes sglang:<name>; later releases sglang_<name> (sglang issue 12618).
+_METRIC_LINE = re.compile(r'^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>[^}]*)\})?\s+(?P<value>\S+)')
+# With --enable-priority-scheduling SGLang 0.5.23 writes these gauges twice: the total under
+# priority="" and each priority's share under priority="<n>" (observability/metrics_collector.py,
+# _log_gauge_queue_count). Only the totals count; 0.5.9 has no priority label.
+_PRIORITY_SHARE = re.compile(r'(?:^|,)\s*priority="[^"]')
+# SGLang servers write sglang:<name> (0.5.9 and 0.5.23 alike); sgl-router's /engine_metrics
+# turns the colon into an underscore (sglang issue 12618): both are read.
 _IN_FLIGHT = ('num_running_reqs', 'num_queue_reqs')
 
 
 def requests_in_flight(metrics_text):
     """Requests a server still holds, from its Prometheus ``/metrics``: ``{'running': n, 'queued': n}``.
 
-    Sums over label sets (one series per model / tensor-parallel rank group). Raises when the
+    Sums over label sets (one series per model / tensor-parallel rank group), leaving out the
+    per-priority shares of SGLang's priority scheduling. Raises when the
     text has neither gauge: the server does not export them (SGLang needs --enable-metrics).
     """
     totals = {}
@@ -165,6 +171,8 @@ def requests_in_flight(metrics_text):
         if not match:
             continue
         name = match.group('name')
+        if _PRIORITY_SHARE.search(match.group('labels') or ''):
+            continue
         for gauge in _IN_FLIGHT:
             if name in ('sglang:' + gauge, 'sglang_' + gauge):
                 try:

@@ -13,8 +13,9 @@ short_description: Ask a running SGLang server a fixed prompt set with greedy de
 version_added: 0.1.0
 description:
   - Sends each prompt as an OpenAI-compatible chat completion with temperature 0, a fixed seed and
-    O(max_tokens), asking for per-token log-probabilities (SGLang's C(logprobs)/C(top_logprobs)), and
-    returns the answers token by token. Run before and after a change, the two results are what the
+    O(max_tokens), asking for per-token log-probabilities (SGLang's C(logprobs)/C(top_logprobs)) and the
+    tokens' ids (C(return_token_ids), which SGLang 0.5.23 answers and 0.5.9 ignores), and returns the answers
+    token by token. Run before and after a change, the two results are what the
     correctness lock compares (filter C(inferops.serving.answers_compare)).
   - The API key travels in the C(Authorization) header only; it is never part of the arguments of a
     process or of the result.
@@ -86,6 +87,12 @@ answers:
       description: The answer's tokens as the server returned them, or its words without log-probabilities.
       type: list
       elements: str
+    token_ids:
+      description:
+        - The ids of the answer's tokens, which SGLang returns from 0.5.23 on (C(return_token_ids), always asked
+          for; 0.5.9 ignores it); null when the server returned none.
+      type: list
+      elements: int
     logprobs:
       description: Log-probability of each token; null when the server returned none.
       type: list

@@ -19,8 +19,10 @@ description:
     seconds while the benchmark runs, so that a throughput change can be read next to
     what the GPUs were doing (for example 250 W of 600 W on a PCIe-bound node).
   - O(mode=builtin) needs only the Python standard library on the node.
-    O(mode=sglang) runs SGLang's own C(sglang.bench_serving) with the C(random-ids)
-    dataset (no download) in the server's virtual environment.
+    O(mode=sglang) runs SGLang's own serving benchmark with the C(random-ids)
+    dataset (no download) in the server's virtual environment, C(sglang.benchmark.serving)
+    where the installed SGLang has it (0.5.23 on), else C(sglang.bench_serving) (0.5.9),
+    told apart by the files in the interpreter's site-packages.
   - The module only reads; in check mode it does not send load and returns C(skipped).
 author:
   - inferops.serving maintainers (!UNKNOWN)
@@ -41,7 +43,7 @@ options:
     required: true
   model_path:
     description:
-      - Model path or Hugging Face id whose tokenizer C(sglang.bench_serving) loads (its C(--model)).
+      - Model path or Hugging Face id whose tokenizer SGLang's benchmark loads (its C(--model)).
       - Used with O(mode=sglang) only; defaults to O(model).
     type: str
   api_key:
@@ -57,7 +59,7 @@ options:
     type: int
     default: 16
   input_len:
-    description: Prompt length (words for the built-in client, tokens for C(sglang.bench_serving)).
+    description: Prompt length (words for the built-in client, tokens for SGLang's benchmark).
     type: int
     default: 128
   output_len:
@@ -108,7 +110,7 @@ EXAMPLES = r'''
     output_len: 1024
   register: __bench
 
-- name: Benchmark with SGLang's own bench_serving
+- name: Benchmark with SGLang's own serving benchmark
   inferops.serving.serving_benchmark:
     mode: sglang
     model: glm-5
@@ -269,11 +271,16 @@ from ansible_collections.inferops.serving.plugins.module_utils._commands import 
     find_nvidia_smi,
     run_c,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
+    DistRecordError,
+    interpreter_site_packages,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
     NVIDIA_SMI_QUERY,
     GpuSampler,
     ServingBenchmarkError,
     bench_serving_argv,
+    bench_serving_module,
     parse_bench_serving_jsonl,
     run_chat_benchmark,
     summarize_gpu_samples,
@@ -304,6 +311,13 @@ def _run_builtin(module, params):
     return summarize_requests(results, duration)
 
 
+def _bench_serving_module(module, python):
+    try:
+        return bench_serving_module(interpreter_site_packages(lambda argv: run_c(module, argv), python))
+    except (DistRecordError, ServingBenchmarkError) as exc:
+        module.fail_json(msg='mode=sglang: %s' % exc)
+
+
 def _run_bench_serving(module, params):
     python = params['python']
     if not os.access(python, os.X_OK):
@@ -315,13 +329,14 @@ def _run_bench_serving(module, params):
     workdir = tempfile.mkdtemp(prefix='sglang-bench-')
     try:
         output_file = os.path.join(workdir, 'bench.jsonl')
-        argv = bench_serving_argv(python, host, port or '80', params['model_path'] or params['model'],
+        argv = bench_serving_argv(python, _bench_serving_module(module, python), host, port or '80',
+                                  params['model_path'] or params['model'],
                                   params['model'], params['num_prompts'], params['concurrency'],
                                   params['input_len'], params['output_len'], output_file)
         env = {'OPENAI_API_KEY': params['api_key']} if params['api_key'] else {}
         rc, out, err = run_c(module, argv, environ_update=env, cwd=workdir)
         if rc != 0 or not os.path.exists(output_file):
-            module.fail_json(msg='sglang.bench_serving failed (rc=%d)' % rc, rc=rc,
+            module.fail_json(msg='%s failed (rc=%d)' % (argv[2], rc), rc=rc,
                              stdout=out[-4000:], stderr=err[-4000:])
         with open(output_file) as handle:
             return parse_bench_serving_jsonl(handle.read())

@@ -4,6 +4,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+import os
+
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
@@ -44,6 +47,7 @@ def test_request_is_greedy_with_a_seed_and_logprobs():
     body = request_body('glm-5', 'hi', 32, 1234, 1)
     assert body['temperature'] == 0 and body['seed'] == 1234 and body['max_tokens'] == 32
     assert body['logprobs'] is True and body['top_logprobs'] == 1 and body['stream'] is False
+    assert body['return_token_ids'] is True
     assert 'logprobs' not in request_body('glm-5', 'hi', 32, 1234, 0)
 
 
@@ -125,3 +129,79 @@ def test_summary_keeps_the_first_difference():
     assert kept['prompts_differing'] == 1 and kept['first_difference']['position'] == 4
     assert kept['first_difference']['prompt'] == PROMPTS[0]
     assert summary(None) is None
+
+
+# --- the chat completions of both releases, built with their own protocol classes ---------------
+
+FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'correctness')
+
+
+def release_fixture(release):
+    """fixtures/correctness/chat_<release>.json, written by make_chat_responses.py there."""
+    with open(os.path.join(FIXTURES, 'chat_%s.json' % release)) as handle:
+        return json.load(handle)
+
+
+@pytest.mark.parametrize('release', ['0.5.9', '0.5.23'])
+def test_both_releases_read_the_lock_request_as_a_greedy_request_with_logprobs(release):
+    recorded = release_fixture(release)
+    assert recorded['release'] == release
+    # The fixture's request is this collection's, so a change to it regenerates the fixtures.
+    assert recorded['request'] == request_body('glm-5', recorded['request']['messages'][0]['content'], 32, 1234)
+    as_read = recorded['request_as_read']
+    assert (as_read['temperature'], as_read['seed'], as_read['logprobs'], as_read['top_logprobs'],
+            as_read['max_tokens'], as_read['stream']) == (0, 1234, True, 1, 32, False)
+    # 0.5.9 does not know return_token_ids and drops it rather than refusing the request.
+    assert as_read['return_token_ids'] == {'0.5.9': 'dropped', '0.5.23': True}[release]
+
+
+@pytest.mark.parametrize('release, token_ids', [('0.5.9', None), ('0.5.23', [1234, 353, 1419, 374, 220, 18, 13])])
+def test_the_answer_of_each_release_is_read_the_same_way(release, token_ids):
+    answer = parse_answer(release_fixture(release)['response'])
+    assert answer['tokens'] == ['17', ' times', ' 23', ' is', ' ', '391', '.']
+    assert answer['logprobs'] == [-0.0012, -0.0301, -0.0005, -0.0102, -0.2871, -0.0009, -0.015]
+    assert answer['text'] == '17 times 23 is 391.' and answer['finish_reason'] == 'stop'
+    assert answer['token_ids'] == token_ids
+
+
+def _read_differently(answer):
+    """The same answer as a release whose tokenizer library decodes ' ' + '391' as ' 391' would give it."""
+    answer = dict(answer)
+    answer['tokens'] = answer['tokens'][:4] + ['', ' 391', '.']
+    return answer
+
+
+V059 = {'sglang': '0.5.9', 'torch': '2.9.1'}
+V0523 = {'sglang': '0.5.23', 'transformers': '5.19.0', 'torch': '2.14.1'}
+
+
+def test_token_ids_are_compared_where_both_answers_carry_them():
+    base = parse_answer(release_fixture('0.5.23')['response'])
+    result = compare(PROMPTS[:1], [base], [_read_differently(base)], baseline_versions=V0523,
+                     candidate_versions=dict(V0523, transformers='5.20.0'))
+    assert result['ok'] and result['agreement'] == 1.0 and result['prompts'][0]['compared'] == 'token_ids'
+    assert result['release_change'] == 'transformers 5.19.0 -> 5.20.0'
+    other = dict(base, token_ids=base['token_ids'][:5] + [19, 13])
+    result = compare(PROMPTS[:1], [base], [other])
+    assert not result['ok'] and result['prompts'][0]['first_difference']['position'] == 5
+
+
+def test_an_upgrade_whose_token_strings_differ_says_the_releases_differ():
+    base = parse_answer(release_fixture('0.5.9')['response'])
+    cand = _read_differently(parse_answer(release_fixture('0.5.23')['response']))
+    result = compare(PROMPTS[:1], [base], [cand], baseline_versions=V059, candidate_versions=V0523)
+    assert not result['ok'] and result['prompts'][0]['compared'] == 'tokens'
+    assert result['release_change'] == 'SGLang 0.5.9 -> 0.5.23'
+    assert 'different releases (SGLang 0.5.9 -> 0.5.23)' in result['message']
+    assert 'the strings can differ where the ids agree' in result['message']
+    assert summary(result)['release_change'] == 'SGLang 0.5.9 -> 0.5.23'
+    # Answers that read the same across the upgrade pass, and nothing is said of the releases.
+    same = compare(PROMPTS[:1], [base], [parse_answer(release_fixture('0.5.23')['response'])],
+                   baseline_versions=V059, candidate_versions=V0523)
+    assert same['ok'] and same['message'] == '' and same['release_change'] == 'SGLang 0.5.9 -> 0.5.23'
+
+
+def test_a_difference_on_one_release_says_nothing_of_releases():
+    base = parse_answer(release_fixture('0.5.9')['response'])
+    result = compare(PROMPTS[:1], [base], [_read_differently(base)], baseline_versions=V059, candidate_versions=V059)
+    assert not result['ok'] and result['release_change'] is None and 'releases' not in result['message']

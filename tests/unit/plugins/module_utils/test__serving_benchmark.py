@@ -14,6 +14,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     GpuSampler,
     ServingBenchmarkError,
     bench_serving_argv,
+    bench_serving_module,
     build_prompt,
     measure_stream,
     parse_bench_serving_jsonl,
@@ -172,14 +173,48 @@ def test_prompts_are_deterministic_and_sized():
 
 
 def test_bench_serving_command_uses_random_ids_and_the_chat_backend():
-    argv = bench_serving_argv('/opt/sglang/venv/bin/python', '127.0.0.1', 8000, 'lukealonso/GLM-5-NVFP4',
-                              'glm-5', 512, 64, 1024, 1024, '/tmp/x/bench.jsonl')
+    argv = bench_serving_argv('/opt/sglang/venv/bin/python', 'sglang.benchmark.serving', '127.0.0.1', 8000,
+                              'lukealonso/GLM-5-NVFP4', 'glm-5', 512, 64, 1024, 1024, '/tmp/x/bench.jsonl')
     joined = ' '.join(argv)
-    assert argv[:3] == ['/opt/sglang/venv/bin/python', '-m', 'sglang.bench_serving']
+    assert argv[:3] == ['/opt/sglang/venv/bin/python', '-m', 'sglang.benchmark.serving']
     assert '--dataset-name random-ids' in joined
     assert '--backend sglang-oai-chat' in joined
     assert '--max-concurrency 64' in joined
     assert '--output-file /tmp/x/bench.jsonl' in joined
+
+
+# The files each release's wheel holds: 0.5.9 only sglang/bench_serving.py; 0.5.23 the package
+# sglang/benchmark/ and, beside it, sglang/bench_serving.py as a deprecated shim.
+@pytest.mark.parametrize('files, expected', [
+    (['sglang/__init__.py', 'sglang/bench_serving.py'], 'sglang.bench_serving'),
+    (['sglang/__init__.py', 'sglang/bench_serving.py', 'sglang/benchmark/__init__.py',
+      'sglang/benchmark/serving.py'], 'sglang.benchmark.serving'),
+], ids=['0.5.9', '0.5.23'])
+def test_the_benchmark_module_is_the_one_the_installed_release_has(tmp_path, files, expected):
+    purelib, platlib = tmp_path / 'lib' / 'site-packages', tmp_path / 'lib64' / 'site-packages'
+    platlib.mkdir(parents=True)
+    for name in files:
+        (purelib / name).parent.mkdir(parents=True, exist_ok=True)
+        (purelib / name).write_text('')
+    assert bench_serving_module([str(platlib), str(purelib)]) == expected
+
+
+def test_a_venv_without_the_benchmark_is_an_error(tmp_path):
+    with pytest.raises(ServingBenchmarkError, match='no SGLang serving benchmark .*sglang/bench_serving.py'):
+        bench_serving_module([str(tmp_path)])
+
+
+# Real --output-file rows of both releases' benchmarks (fixtures/serving_benchmark/README.md):
+# 4 requests of 8 input and 4 output tokens, so the token totals are known.
+@pytest.mark.parametrize('name', ['bench_serving_0.5.9_cpu_stub.jsonl', 'benchmark_serving_0.5.23_cpu_stub.jsonl'])
+def test_the_output_of_each_releases_benchmark_is_read(name):
+    metrics = parse_bench_serving_jsonl(fixture(name))
+    assert sorted(metrics) == ['completed', 'duration_s', 'median_tpot_ms', 'median_ttft_ms', 'output_throughput',
+                               'p99_tpot_ms', 'p99_ttft_ms', 'total_input_tokens', 'total_output_tokens',
+                               'total_throughput']
+    assert (metrics['completed'], metrics['total_input_tokens'], metrics['total_output_tokens']) == (4, 32, 16)
+    assert metrics['output_throughput'] == pytest.approx(16 / metrics['duration_s'])
+    assert 0 < metrics['median_ttft_ms'] <= metrics['p99_ttft_ms']
 
 
 class _StubChatServer(BaseHTTPRequestHandler):

@@ -141,6 +141,16 @@ def test_requests_in_flight(text, expected):
     assert requests_in_flight(text) == expected
 
 
+def test_requests_in_flight_counts_the_totals_of_priority_scheduling_once():
+    # SGLang 0.5.23's own collector with --enable-priority-scheduling (fixtures/sglang_metrics/):
+    # 5 running (3 + 2 by priority) and 1 queued, each total beside its per-priority series.
+    with open(os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang_metrics',
+                           '0.5.23_priority_scheduling.prom')) as handle:
+        text = handle.read()
+    assert 'priority="10"' in text
+    assert requests_in_flight(text) == {'running': 5, 'queued': 1}
+
+
 def test_metrics_without_the_gauge_say_what_to_enable():
     with pytest.raises(SglangRouterWorkersError, match='--enable-metrics'):
         requests_in_flight('# nothing here\n')

@@ -6,6 +6,7 @@ __metaclass__ = type
 import json
 import os
 import stat
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -109,3 +110,46 @@ def test_repeats_report_the_spread_and_tokens_per_joule(server_url, fake_nvidia_
     # 375 W over both GPUs.
     assert bench['tokens_per_joule'] == pytest.approx(bench['output_throughput'] / 375.0, rel=0.05)
     assert all(r['mean_power_w'] == 187.5 for r in bench['runs'])
+
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'fixtures', 'serving_benchmark')
+
+
+@pytest.mark.parametrize('release, files, bench_module, output', [
+    ('0.5.9', ['sglang/bench_serving.py'], 'sglang.bench_serving', 'bench_serving_0.5.9_cpu_stub.jsonl'),
+    ('0.5.23', ['sglang/bench_serving.py', 'sglang/benchmark/serving.py'], 'sglang.benchmark.serving',
+     'benchmark_serving_0.5.23_cpu_stub.jsonl'),
+])
+def test_sglang_mode_runs_the_benchmark_the_installed_release_has(tmp_path, capsys, release, files, bench_module,
+                                                                  output):
+    # An interpreter that reports a site-packages holding the release's files, and as the benchmark
+    # writes that release's real output row.
+    site = tmp_path / 'venv' / 'lib' / 'python3.11' / 'site-packages'
+    for name in files:
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text('')
+    started = tmp_path / 'started'
+    python = tmp_path / 'venv' / 'python'
+    python.write_text('#!%s\nimport json, shutil, sys\n'
+                      'if sys.argv[1] == "-c":\n'
+                      '    print(json.dumps([%r, %r]))\n'
+                      '    sys.exit(0)\n'
+                      'open(%r, "w").write(" ".join(sys.argv[1:3]))\n'
+                      'shutil.copy(%r, sys.argv[sys.argv.index("--output-file") + 1])\n'
+                      % (sys.executable, str(site), str(site), str(started), os.path.join(FIXTURES, output)))
+    python.chmod(0o755)
+    result = run({'mode': 'sglang', 'model': 'glm-5', 'python': str(python), 'sample_gpus': False,
+                  'base_url': 'http://127.0.0.1:8000'}, capsys)
+    assert started.read_text() == '-m ' + bench_module
+    with open(os.path.join(FIXTURES, output)) as handle:
+        row = json.loads(handle.read())
+    assert result['benchmark']['output_throughput'] == pytest.approx(row['output_throughput'], rel=1e-3)
+    assert result['benchmark']['completed'] == 4
+
+
+def test_sglang_mode_without_the_benchmark_in_the_venv_says_so(tmp_path, capsys):
+    python = tmp_path / 'python'
+    python.write_text('#!%s\nimport json\nprint(json.dumps([%r]))\n' % (sys.executable, str(tmp_path)))
+    python.chmod(0o755)
+    result = run({'mode': 'sglang', 'model': 'glm-5', 'python': str(python), 'sample_gpus': False}, capsys)
+    assert result['failed'] and 'no SGLang serving benchmark' in result['msg']

@@ -48,6 +48,19 @@ def dashboard_queries():
             yield panel['title'], target['expr']
 
 
+# Gauges SGLang 0.5.23 writes per priority beside their total under --enable-priority-scheduling.
+QUEUE_COUNT = re.compile(r'\{__name__=~"sglang\[:_\](num_running_reqs|num_queue_reqs)"(?P<rest>[^}]*)\}')
+
+
+@pytest.mark.parametrize('source', ['dashboard', 'rules'])
+def test_request_counts_read_the_totals_only(source):
+    texts = [expr for _title, expr in dashboard_queries()] if source == 'dashboard' else [render_rules()]
+    selectors = [match for text in texts for match in QUEUE_COUNT.finditer(text)]
+    assert len(selectors) >= (3 if source == 'dashboard' else 2)
+    for match in selectors:
+        assert 'priority=""' in match.group('rest'), match.group(0)
+
+
 def test_every_dashboard_query_works_with_both_sglang_spellings():
     queries = list(dashboard_queries())
     assert len(queries) >= 20

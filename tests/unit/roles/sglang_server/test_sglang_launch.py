@@ -27,52 +27,42 @@ def launcher():
 
 
 @pytest.fixture
-def fake_sglang(tmp_path, monkeypatch):
-    """A package `sglang` whose launch_server records what it was started with."""
-    package = tmp_path / 'sglang'
-    (package / 'srt').mkdir(parents=True)
+def fake_server(tmp_path, monkeypatch):
+    """A package `fake_server` whose launch_server records what it was started with. Not under
+    `sglang.`, so that the launcher adds no masking (the tests below run that in a process of its own)."""
+    package = tmp_path / 'fake_server'
+    package.mkdir()
     (package / '__init__.py').write_text('')
-    (package / 'srt' / '__init__.py').write_text('')
-    (package / 'srt' / 'server_args.py').write_text(
-        'import dataclasses\n'
-        '@dataclasses.dataclass\n'
-        'class ServerArgs:\n'
-        '    model_path: str = "m"\n'
-        '    api_key: str = None\n')
     (package / 'launch_server.py').write_text(
         'import os, sys\n'
-        'from sglang.srt.server_args import ServerArgs\n'
         'if __name__ == "__main__":\n'
         '    args = sys.argv[1:]\n'
         '    RESULT.update(argv=list(sys.argv), env=os.environ.get("SGLANG_API_KEY"),\n'
-        '                  logged=repr(ServerArgs(api_key=args[args.index("--api-key") + 1])))\n')
+        '                  key=args[args.index("--api-key") + 1])\n')
     monkeypatch.syspath_prepend(str(tmp_path))
-    for name in [n for n in sys.modules if n == 'sglang' or n.startswith('sglang.')]:
+    for name in [n for n in sys.modules if n == 'fake_server' or n.startswith('fake_server.')]:
         monkeypatch.delitem(sys.modules, name)
     result = {}
     monkeypatch.setattr('builtins.RESULT', result, raising=False)
     return result
 
 
-def test_api_key_moves_from_environment_to_the_module_argv_only(launcher, fake_sglang, monkeypatch):
+def test_api_key_moves_from_environment_to_the_module_argv_only(launcher, fake_server, monkeypatch):
     monkeypatch.setenv('SGLANG_API_KEY', 'sk-launch-test')
-    monkeypatch.setattr(sys, 'argv', ['sglang-launch', 'run', 'sglang.launch_server', '--port', '8000'])
+    monkeypatch.setattr(sys, 'argv', ['sglang-launch', 'run', 'fake_server.launch_server', '--port', '8000'])
     execs = []
     monkeypatch.setattr(launcher.os, 'execve', lambda path, argv, env: execs.append((path, argv, env)))
-    launcher.main(['run', 'sglang.launch_server', '--port', '8000'])
+    launcher.main(['run', 'fake_server.launch_server', '--port', '8000'])
     # First stage: the process image is replaced with one whose environment lacks the key.
     (path, argv, env), = execs
     assert 'SGLANG_API_KEY' not in env and 'sk-launch-test' not in ' '.join(argv)
-    assert argv[2:4] == ['run', '--secrets-fd'] and argv[5:] == ['sglang.launch_server', '--port', '8000']
+    assert argv[2:4] == ['run', '--secrets-fd'] and argv[5:] == ['fake_server.launch_server', '--port', '8000']
     # Second stage: the key comes from the pipe.
     assert launcher.main(argv[2:]) == 0
-    assert fake_sglang['argv'][1:] == ['--port', '8000', '--api-key', 'sk-launch-test']
+    assert fake_server['argv'][1:] == ['--port', '8000', '--api-key', 'sk-launch-test']
     # Worker processes started by the server must not inherit the key.
-    assert fake_sglang['env'] is None
+    assert fake_server['env'] is None
     assert 'SGLANG_API_KEY' not in os.environ
-    # SGLang logs `server_args=ServerArgs(...)` at startup.
-    assert 'sk-launch-test' not in fake_sglang['logged']
-    assert "api_key='<hidden>'" in fake_sglang['logged']
 
 
 def test_the_running_process_environment_block_has_no_key(tmp_path):
@@ -109,12 +99,12 @@ def test_the_hf_token_reaches_the_server_and_its_workers_as_a_private_file(tmp_p
     assert not list(tmp_path.glob('sglang-launch-*'))
 
 
-def test_without_a_key_the_argv_is_unchanged(launcher, fake_sglang, monkeypatch):
+def test_without_a_key_the_argv_is_unchanged(launcher, fake_server, monkeypatch):
     monkeypatch.delenv('SGLANG_API_KEY', raising=False)
     monkeypatch.setenv('SGLANG_ADMIN_API_KEY', '')
     with pytest.raises(ValueError):
         # The fake server looks the key up; no key means the launcher did not add one.
-        launcher.run('sglang.launch_server', ['--port', '8000'])
+        launcher.run('fake_server.launch_server', ['--port', '8000'])
 
 
 def test_wait_healthy_gives_up_when_the_server_process_is_gone(launcher, capsys):
@@ -185,3 +175,90 @@ def test_restore_workers_with_smg_uses_the_admin_key_and_takes_409_for_known(lau
                                  ('POST', '/workers', {'url': 'http://10.0.0.13:8000'})]
     out = capsys.readouterr()
     assert 'the router has http://10.0.0.13:8000 already (409)' in out.out and out.err == ''
+
+
+# --- the key in what SGLang logs, serves and dumps ------------------------------------------------
+
+API_KEY = 'sk-launch-Zq8vT3'
+ADMIN_KEY = 'sk-admin-Wm4pR7'
+
+
+def start_layout(tmp_path, files, env_keys):
+    """Run the launcher for real (both stages, a real exec) on an `sglang` package of `files`."""
+    import hashlib
+    import subprocess
+    from sglang_layouts import write_layout
+    probe = tmp_path / 'probe'
+    probe.mkdir()
+    env = dict(os.environ, PYTHONPATH=write_layout(files, tmp_path / 'site'), PROBE_DIR=str(probe),
+               PROBE_KEY_SHA256=hashlib.sha256(env_keys.get('SGLANG_API_KEY', '').encode()).hexdigest(),
+               **env_keys)
+    proc = subprocess.run([sys.executable, LAUNCHER, 'run', 'sglang.launch_server', '--model-path', 'm',
+                           '--port', '8000'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    written = dict((path.name, path.read_bytes()) for path in probe.iterdir())
+    return proc, written
+
+
+@pytest.fixture(autouse=False)
+def layouts_on_path():
+    sys.path.insert(0, os.path.dirname(__file__))
+    yield
+    sys.path.remove(os.path.dirname(__file__))
+
+
+@pytest.mark.parametrize('release', ['0.5.9', '0.5.23'])
+@pytest.mark.parametrize('keys', [{'SGLANG_API_KEY': API_KEY},
+                                  {'SGLANG_API_KEY': API_KEY, 'SGLANG_ADMIN_API_KEY': ADMIN_KEY}],
+                         ids=['api key', 'api and admin keys'])
+def test_no_key_in_what_the_release_logs_serves_or_dumps(layouts_on_path, tmp_path, release, keys):
+    from sglang_layouts import LAYOUTS
+    proc, written = start_layout(tmp_path, LAYOUTS[release], keys)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(written) == ['crash_dump.pkl', 'report.json', 'requests.pkl']
+    everything = proc.stdout + proc.stderr + repr(sorted(written.items()))
+    for key in keys.values():
+        assert key not in everything
+        # pickle keeps a str as its UTF-8 bytes
+        assert all(key.encode() not in data for data in written.values())
+    report = json.loads(written['report.json'])
+    # The server itself still authenticates with the real key.
+    assert report['key_held'] is True
+    assert report['server_info']['api_key'] in ('<hidden>', '<redacted>')
+    if 'SGLANG_ADMIN_API_KEY' not in keys:
+        assert report['server_info']['admin_api_key'] is None
+    assert '--api-key <hidden>' in ' '.join(report['argv'])
+    # The start-up line still shows the arguments, the key masked; so does the line no hook knows.
+    assert 'model_path' in proc.stderr and 'a line no hook knows of: <hidden>' in proc.stderr
+    if release == '0.5.23':
+        assert "'api_key': '<redacted>'" in proc.stderr
+        assert "--api-key <hidden>" in report['server_info']['launch_command']
+    else:
+        assert "api_key='<hidden>'" in proc.stderr
+
+
+@pytest.mark.parametrize('layout', ['unknown ServerArgs', 'redaction with its own names', 'unknown dumps',
+                                    'no ServerArgs'])
+def test_a_release_it_cannot_mask_the_key_on_does_not_start(layouts_on_path, tmp_path, layout):
+    from sglang_layouts import UNKNOWN_LAYOUTS
+    files, why = UNKNOWN_LAYOUTS[layout]
+    proc, written = start_layout(tmp_path, files, {'SGLANG_API_KEY': API_KEY})
+    # 78: the unit's RestartPreventExitStatus, so that systemd does not try again and again.
+    assert proc.returncode == 78
+    assert 'refusing to start sglang.launch_server' in proc.stderr and why in proc.stderr
+    assert 'started' not in proc.stderr + proc.stdout and not written
+    assert API_KEY not in proc.stdout + proc.stderr
+
+
+def test_without_a_key_nothing_is_masked_or_refused(layouts_on_path, tmp_path):
+    from sglang_layouts import UNKNOWN_LAYOUTS
+    files, _why = UNKNOWN_LAYOUTS['unknown dumps']
+    files = dict(files, **{'sglang/launch_server.py': 'print("started")'})
+    proc, _written = start_layout(tmp_path, files, {})
+    assert proc.returncode == 0 and proc.stdout == 'started\n'
+
+
+def test_the_unit_does_not_restart_a_launcher_that_refused():
+    with open(os.path.join(os.path.dirname(LAUNCHER), '..', 'templates', 'sglang.service.j2')) as handle:
+        unit = handle.read()
+    assert 'RestartPreventExitStatus=78\n' in unit
