@@ -216,6 +216,45 @@ def first_failure(output):
     return " ".join(output[start:end if end >= 0 else len(output)].split())
 
 
+# Every class of fault the gate judges, planted on the node in the formats of the real tools (the
+# lab's nvidia-smi -q -x, the kernel log's Xid lines), read by the real module on the node: the
+# verdict and the step it names. The gate's effect on a converge is the test below.
+GPU_FAULT_CLASSES = [
+    ({"2": {"recovery_action": "Reset"}}, None, "reset", "GPU 2 recovery action Reset"),
+    ({"2": {"recovery_action": "Reboot"}}, None, "reboot", "GPU 2 recovery action Reboot"),
+    ({"4": {"row_remapping": "pending"}}, None, "reset", "GPU 4 row remapping pending"),
+    ({"4": {"row_remapping": "failed"}}, None, "replace", "GPU 4 row remapping failed"),
+    ({"5": {"ecc_uncorrectable": 2}}, None, "reset", "GPU 5 2 uncorrectable ECC"),
+    ({"6": {"retired_pages_pending": True}}, None, "reset", "GPU 6 page retirement pending"),
+    ({"7": {"missing": True}}, None, "reboot", "7 of 8 GPUs"),
+    ({}, "[ 812.5] NVRM: Xid (PCI:0000:03:00): 48, pid=1, name=python3", "reset", "GPU 2 Xid 48"),
+    ({}, "[ 812.5] NVRM: Xid (PCI:0000:03:00): 79, pid=1, name=python3", "reboot", "GPU 2 Xid 79"),
+    ({}, "[ 812.5] NVRM: Xid (PCI:0000:03:00): 95, pid=1, name=python3", "reset", "GPU 2 Xid 95"),
+    ({}, "[ 812.5] NVRM: Xid (PCI:0000:03:00): 119, pid=1, name=python3", "reset", "GPU 2 Xid 119"),
+    ({}, "[ 812.5] NVRM: Xid (PCI:0000:03:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot "
+         "Required)", "reboot", "GPU 2 Xid 154"),
+]
+
+
+@pytest.mark.parametrize("faults, kernel_line, step, words", GPU_FAULT_CLASSES,
+                         ids=[case[3] for case in GPU_FAULT_CLASSES])
+def test_each_gpu_fault_class_is_judged_unfit_on_the_node(host, faults, kernel_line, step, words):
+    host.run("printf '%%s' %s > %s", json.dumps(faults), GPU_FAULTS)
+    if kernel_line:
+        host.run("echo %s >> %s", kernel_line, KERNEL_LOG)
+    try:
+        verdict = host.ansible("inferops.serving.gpu_health",
+                               "kernel_log_file=%s expected_gpu_count=8" % KERNEL_LOG, check=False)
+    finally:
+        host.run("rm -f %s && : > %s", GPU_FAULTS, KERNEL_LOG)
+    assert verdict["healthy"] is False, verdict
+    assert words in verdict["verdict"] + " " + " ".join(verdict["problems"]), verdict
+    assert verdict["verdict"].startswith("unhealthy (%s)" % step), verdict["verdict"]
+    healthy = host.ansible("inferops.serving.gpu_health", "kernel_log_file=%s expected_gpu_count=8" % KERNEL_LOG,
+                           check=False)
+    assert healthy["healthy"] is True, healthy
+
+
 def test_unfit_gpus_stop_the_restart_until_the_fault_is_cleared(host):
     before = service_state(host)
     unit_before = host.file(UNIT).content_string
