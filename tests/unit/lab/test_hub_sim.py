@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.abspath(os.path.join(LAB, 'hub_sim')))
 
 import hub_sim  # noqa: E402  pylint: disable=wrong-import-position,import-error
 
-WEIGHTS_VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'molecule', 'sglang_server', 'weights_vars.yml')
+WEIGHTS_VARS = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'molecule', 'sglang_server', 'vars', 'weights.yml')
 SIZES = (4 * 1024 * 1024, 24 * 1024 * 1024)  # the unit's defaults
 
 
