@@ -75,7 +75,7 @@ def prune_plan(venvs, served, keep, protected=()):
             recent.append(name)
     served = recent
     never_served = sorted((name for name in venvs if name not in served), key=lambda name: (-venvs[name], name))
-    order = [name for name in protected] + [name for name in served + never_served if name not in protected]
+    order = list(protected) + [name for name in served + never_served if name not in protected]
     kept = []
     for name in order:
         if name not in kept and (name in protected or len(kept) < keep):

@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 
+import pytest
+
 API_KEY = "lab-secret-do-not-log-7f3a9c"
 HF_TOKEN = "hf_labTokenDoNotLog0123456789"
 SECRETS = (API_KEY, HF_TOKEN)

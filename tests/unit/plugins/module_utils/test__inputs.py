@@ -20,7 +20,8 @@ SGLANG = {
     'sglang_release_set': '0.5.9', 'sglang_driver_branch': '',
     'sglang_version': '', 'sglang_flashinfer_version': '', 'sglang_flashinfer_cubin_version': '',
     'sglang_sgl_kernel_version': '', 'sglang_torch_version': '', 'sglang_service_user': 'sglang',
-    'sglang_venvs_dir': '/opt/sglang/venvs', 'sglang_venvs_keep': 2, 'sglang_release_sets': {}, 'sglang_state_dir': '/var/lib/sglang', 'sglang_pip_extra_args': '',
+    'sglang_venvs_dir': '/opt/sglang/venvs', 'sglang_venvs_keep': 2, 'sglang_venvs_served': [], 'sglang_release_sets': {},
+    'sglang_state_dir': '/var/lib/sglang', 'sglang_pip_extra_args': '',
     'sglang_allow_root_service_user': False, 'sglang_service_group': 'sglang', 'sglang_venv_pip_version': '25.3',
     'sglang_venv_wheel_version': '0.45.1',
 }
