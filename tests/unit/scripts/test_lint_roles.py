@@ -65,11 +65,11 @@ def test_a_playbook_reading_a_private_register_of_a_role_fails(tree):
 
 
 def test_a_role_reading_another_roles_private_constant_fails(tree):
-    with open(str(tree / 'roles' / 'serving' / 'tasks' / 'summary.yml'), 'a') as handle:
+    with open(str(tree / 'roles' / 'serving' / 'tasks' / 'steps' / 'summary.yml'), 'a') as handle:
         handle.write('# {{ _sglang_constraints_file }}\n')
     result = lint(tree)
     assert result.returncode == 1
-    assert 'roles/serving/tasks/summary.yml' in result.stdout and 'private to role sglang:' in result.stdout
+    assert 'roles/serving/tasks/steps/summary.yml' in result.stdout and 'private to role sglang:' in result.stdout
 
 
 def test_a_scenario_of_another_role_may_not_look_inside_it(tree):
