@@ -248,12 +248,14 @@ def fix_defaults(root, role):
     for name in options:
         if name not in defaults or 'default' in options[name]:
             continue
-        start = lines.index('      %s:' % name)
+        # An option sits in a group of options (deeper) or right under an entry point's options.
+        start = next(at for at, line in enumerate(lines) if re.match(r'^ +%s:$' % re.escape(name), line))
+        field = ' ' * (len(lines[start]) - len(lines[start].lstrip()) + 2)
         at = start + 1
-        while at < len(lines) and lines[at].startswith('        ') and not lines[at].startswith('        type:'):
+        while at < len(lines) and lines[at].startswith(field) and not lines[at].startswith(field + 'type:'):
             at += 1
-        at = at + 1 if at < len(lines) and lines[at].startswith('        type:') else start + 1
-        lines.insert(at, '        default:' + _yaml_value(defaults[name], 10))
+        at = at + 1 if at < len(lines) and lines[at].startswith(field + 'type:') else start + 1
+        lines.insert(at, field + 'default:' + _yaml_value(defaults[name], len(field) + 2))
     with open(path, 'w') as handle:
         handle.write('\n'.join(lines))
 
