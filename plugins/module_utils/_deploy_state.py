@@ -33,7 +33,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._fleet import nod
 RECORD_FORMAT = 1
 # What the fingerprint covers of the collection itself: the roles that build the stack, the
 # step that chains them, and every plugin they run.
-CODE_PATHS = ('roles/gpu_vm', 'roles/sglang', 'roles/sglang_server', 'roles/serving/tasks/converge.yml', 'plugins')
+CODE_PATHS = ('roles/gpu_vm', 'roles/sglang', 'roles/sglang_server', 'roles/serving/tasks/steps/converge.yml', 'plugins')
 # The roles whose documented variables make the stack.
 STACK_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
 # Layers a converge can leave alone when their own inputs are those of the last healthy

@@ -65,11 +65,11 @@ def test_a_playbook_reading_a_private_register_of_a_role_fails(tree):
 
 
 def test_a_role_reading_another_roles_private_constant_fails(tree):
-    with open(str(tree / 'roles' / 'serving' / 'tasks' / 'summary.yml'), 'a') as handle:
+    with open(str(tree / 'roles' / 'serving' / 'tasks' / 'steps' / 'summary.yml'), 'a') as handle:
         handle.write('# {{ _sglang_constraints_file }}\n')
     result = lint(tree)
     assert result.returncode == 1
-    assert 'roles/serving/tasks/summary.yml' in result.stdout and 'private to role sglang:' in result.stdout
+    assert 'roles/serving/tasks/steps/summary.yml' in result.stdout and 'private to role sglang:' in result.stdout
 
 
 def test_a_scenario_of_another_role_may_not_look_inside_it(tree):
@@ -152,3 +152,106 @@ def test_a_second_merge_of_the_server_arguments_fails(tree_with_plugins):
             % line_count(template)) in result.stdout
     assert ('plugins/module_utils/_inputs.py:%d merges the extra arguments itself: use _server_arguments.'
             'effective_arguments' % (line_count(inputs) - 1)) in result.stdout
+
+
+ENTRY_POINTS = ('main, deploy, topology, benchmark, experiment, campaign, report, plan, sort, current, stage_weights,'
+                ' hold_back, host_experiment, vm_restart')
+
+
+def replace(path, old, new):
+    """Replace the first ``old`` in the file, returning the number of the line it was on."""
+    with open(str(path)) as handle:
+        text = handle.read()
+    assert old in text
+    with open(str(path), 'w') as handle:
+        handle.write(text.replace(old, new, 1))
+    return text[:text.index(old)].count('\n') + 1
+
+
+def test_a_playbook_or_a_scenario_that_runs_a_step_of_the_serving_role_fails(tree):
+    line = replace(tree / 'playbooks' / 'benchmark.yml', 'tasks_from: benchmark', 'tasks_from: steps/lock')
+    append(tree / 'molecule' / 'default' / 'converge.yml',
+           '\n- name: Measure\n  hosts: gpu_nodes\n  tasks:\n    - name: Measure\n      ansible.builtin.include_role:\n'
+           '        name: inferops.serving.serving\n        tasks_from: measure.yml\n')
+    result = lint(tree)
+    assert result.returncode == 1
+    assert ('playbooks/benchmark.yml:%d runs inferops.serving.serving with tasks_from: steps/lock, which is not one of'
+            ' its entry points (%s): name an entry point; tasks/steps/ holds its internal steps' % (line, ENTRY_POINTS)
+            in result.stdout)
+    assert ('molecule/default/converge.yml:%d runs inferops.serving.serving with tasks_from: measure.yml'
+            % line_count(tree / 'molecule' / 'default' / 'converge.yml') in result.stdout)
+
+
+def test_another_role_or_a_test_that_runs_a_step_of_the_serving_role_fails(tree):
+    tasks = tree / 'roles' / 'monitoring' / 'tasks' / 'main.yml'
+    append(tasks, '\n- name: Lock\n  ansible.builtin.import_tasks: ../../serving/tasks/steps/lock.yml\n')
+    (tree / 'tests' / 'unit').mkdir(parents=True)
+    (tree / 'tests' / 'unit' / 'converge.yml').write_text(
+        '- name: Converge\n  hosts: all\n  tasks:\n    - name: Converge\n      ansible.builtin.import_role:\n'
+        '        name: inferops.serving.serving\n        tasks_from: steps/converge\n')
+    (tree / 'tests' / 'unit' / 'test_drain.py').write_text(
+        'PLAY = [{"hosts": "all", "tasks": [{"ansible.builtin.include_role": {\n'
+        '    "name": "inferops.serving.serving", "tasks_from": "drain"}}]}]\n')
+    result = lint(tree)
+    assert result.returncode == 1
+    assert ('roles/monitoring/tasks/main.yml:%d runs ../../serving/tasks/steps/lock.yml itself: import the role'
+            ' inferops.serving.serving with tasks_from: <entry point>' % line_count(tasks) in result.stdout)
+    assert 'tests/unit/converge.yml:7 runs inferops.serving.serving with tasks_from: steps/converge' in result.stdout
+    assert 'tests/unit/test_drain.py:2 runs inferops.serving.serving with tasks_from: drain,' in result.stdout
+
+
+def test_an_entry_point_named_with_its_file_name_passes(tree):
+    replace(tree / 'playbooks' / 'report.yml', 'tasks_from: report', 'tasks_from: report.yml')
+    # (The tree lacks the scenarios that read some variables: only the entry points count here.)
+    assert 'tasks_from' not in lint(tree).stdout
+
+
+def test_a_step_without_its_check_or_an_entry_point_that_does_not_note_itself_fails(tree):
+    tasks = tree / 'roles' / 'serving' / 'tasks'
+    replace(tasks / 'steps' / 'unlock.yml', '    that: __serving_entry_point is defined\n', '    that: true\n')
+    replace(tasks / 'topology.yml', '    __serving_entry_point: topology\n', '    __serving_entry_point: report\n')
+    shutil.copy(str(tasks / 'steps' / 'summary.yml'), str(tasks / 'summary.yml'))
+    result = lint(tree)
+    assert result.returncode == 1
+    assert ('roles/serving/tasks/steps/unlock.yml does not start with the check that refuses to run outside an entry'
+            ' point (ansible.builtin.assert that __serving_entry_point is defined)' in result.stdout)
+    assert ('roles/serving/tasks/topology.yml runs steps but does not first note that it runs'
+            ' (ansible.builtin.set_fact __serving_entry_point: topology)' in result.stdout)
+    assert ('roles/serving/tasks/summary.yml is not an entry point of meta/argument_specs.yml: document it there, or'
+            ' move it to steps/ if the entry points run it' in result.stdout)
+
+
+def test_includes_that_would_not_resolve_from_everywhere_fail(tree):
+    steps = tree / 'roles' / 'serving' / 'tasks' / 'steps'
+    drain = replace(steps / 'drain.yml', 'import_tasks: router_worker_urls.yml',
+                    'import_tasks: steps/router_worker_urls.yml')
+    step = replace(steps / 'campaign_step.yml', 'include_tasks: steps/trial.yml', 'include_tasks: trial.yml')
+    report = replace(tree / 'roles' / 'serving' / 'tasks' / 'report.yml', 'import_tasks: steps/fetch_history.yml',
+                     'import_tasks: fetch_history.yml')
+    result = lint(tree)
+    assert result.returncode == 1
+    assert ("roles/serving/tasks/steps/drain.yml:%d: import_tasks steps/router_worker_urls.yml should name <file>.yml,"
+            " a step beside it (a static import resolves from the importing file's folder)" % drain in result.stdout)
+    assert ("roles/serving/tasks/steps/campaign_step.yml:%d: include_tasks trial.yml should name steps/<file>.yml (a"
+            " dynamic include resolves from tasks/, then from the playbook's folder" % step in result.stdout)
+    assert ('roles/serving/tasks/report.yml:%d: import_tasks fetch_history.yml should name steps/<file>.yml (a step)'
+            ' or <entry point>.yml' % report in result.stdout)
+
+
+def test_an_entry_point_lists_exactly_the_options_its_tasks_read(tree):
+    specs = tree / 'roles' / 'serving' / 'meta' / 'argument_specs.yml'
+    replace(specs, '<<: [*serving_history_options, *serving_baseline_age_options, *serving_reports_options,'
+                   ' *serving_topology_options]',
+            '<<: [*serving_history_options, *serving_reports_options, *serving_topology_options,'
+            ' *serving_node_lock_options]')
+    append(tree / 'roles' / 'serving' / 'tasks' / 'topology.yml',
+           '\n# serving_deploy_record_path in a comment is not a read.\n- name: Say where the history is\n'
+           '  ansible.builtin.debug:\n    msg: "{{ serving_history_path }}"\n')
+    result = lint(tree)
+    assert result.returncode == 1
+    assert ('roles/serving: entry point report reads serving_max_baseline_age, which its options in'
+            ' meta/argument_specs.yml lack' in result.stdout)
+    assert 'roles/serving: entry point report lists option serving_node_lock_break, which none of its tasks reads' \
+        in result.stdout
+    assert 'entry point topology reads serving_history_path' in result.stdout
+    assert 'serving_deploy_record_path' not in result.stdout

@@ -47,9 +47,10 @@ def test_every_role_with_rules_checks_its_inputs_in_one_task_from_its_argument_s
     """One preflight style: the names come from the argument specs, never from a list kept by hand."""
     tasks_dir = os.path.join(ROLES_DIR, role, 'tasks')
     texts = []
-    for name in sorted(os.listdir(tasks_dir)):
-        with open(os.path.join(tasks_dir, name)) as handle:
-            texts.append(handle.read())
+    for folder, _dirs, names in sorted(os.walk(tasks_dir)):
+        for name in sorted(names):
+            with open(os.path.join(folder, name)) as handle:
+                texts.append(handle.read())
     calls = [t for t in texts if "inferops.serving.input_errors('%s', query('ansible.builtin.vars'" % role in t]
     assert len(calls) == 1
     assert "argument_specs.main.options" in calls[0]
