@@ -6,10 +6,9 @@ each one leaves the node serving the converge configuration again.
 """
 
 import json
-import os
-import subprocess
 
 import pytest
+from lab_playbooks import recap_changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
 
 API_KEY = "lab-secret-do-not-log-7f3a9c"
 HF_TOKEN = "hf_labTokenDoNotLog0123456789"
@@ -24,18 +23,7 @@ KERNEL_LOG = "/run/inferops-lab/kernel.log"
 
 def converge(extra_vars=None):
     """Run the scenario's converge playbook again; returns (rc, combined output)."""
-    scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
-    cmd = ["ansible-playbook", "-v", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
-           os.path.join(scenario, "converge.yml")]
-    if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, proc.stdout
-
-
-def recap_changed(output):
-    line = [line for line in output.splitlines() if "changed=" in line and "ok=" in line][-1]
-    return int(line.split("changed=")[1].split()[0])
+    return run_playbook("converge.yml", extra_vars, verbose=True)
 
 
 def service_state(host):

@@ -8,9 +8,9 @@ and leaves the cache for the next one. The Hub stand-in logs every request in re
 
 import json
 import os
-import subprocess
 
 import pytest
+from lab_playbooks import recap_changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
 
 COMMIT = "bbdfefe5c3852ba589d9a1e216ebdac311b111da"
 REPO_DIR = "/var/lib/sglang/huggingface/hub/models--inferops-lab--tiny-model"
@@ -33,20 +33,8 @@ def journal_on_failure(request, host):
 
 
 def converge(extra_vars=None, playbook="weights_converge.yml", check=False):
-    """Run one of the scenario's playbooks (its converge by default); returns (rc, combined output)."""
-    scenario = os.environ["MOLECULE_SCENARIO_DIRECTORY"]
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"], os.path.join(scenario, playbook)]
-    if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
-    if check:
-        cmd += ["--check"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, proc.stdout
-
-
-def recap_changed(output):
-    line = [line for line in output.splitlines() if "changed=" in line and "ok=" in line][-1]
-    return int(line.split("changed=")[1].split()[0])
+    """Run one of the weights cases' playbooks (their converge by default); returns (rc, combined output)."""
+    return run_playbook(playbook, extra_vars, check=check)
 
 
 def server_pid(host):
