@@ -54,6 +54,7 @@ def main():
     parser.add_argument("--max-seconds", type=float, default=600)
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--pause-after-failure", type=float, default=0.2)
     parser.add_argument("--stop-file", required=True)
     parser.add_argument("--marks-file", help="lines '<name> <epoch>' that split the latencies into phases")
     parser.add_argument("--out", required=True)
@@ -87,6 +88,11 @@ def main():
                 error = "%s: %s" % (type(exc).__name__, exc)
             with lock:
                 results.append((begin, (time.time() - begin) * 1000.0, error))
+            if error:
+                # A refused connection fails in a millisecond: without a pause, as a real client's
+                # backoff, a router that is down for a minute would use up --max-requests and end
+                # the load before the router is back.
+                time.sleep(args.pause_after_failure)
 
     threads = [threading.Thread(target=worker) for _worker in range(args.concurrency)]
     for thread in threads:
