@@ -18,8 +18,10 @@ leaves the flag out and a list gives several values.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import decimal
 import difflib
 import json
+import re
 
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import SERVER_SECRET_DESTS
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
@@ -78,17 +80,43 @@ def _scalar_text(value):
     return str(value)
 
 
+_SI_MULTIPLIERS = {'k': 10 ** 3, 'M': 10 ** 6, 'G': 10 ** 9, 'T': 10 ** 12}
+_IEC_MULTIPLIERS = {'Ki': 2 ** 10, 'Mi': 2 ** 20, 'Gi': 2 ** 30, 'Ti': 2 ** 40}
+
+
+def human_readable_int(text):
+    """A token count as SGLang 0.5.23's ``human_readable_int`` reads it: ``128k``, ``1Mi``, ``4096``.
+
+    SI suffixes may follow a decimal (``25.6k``), IEC suffixes only a whole number. ValueError
+    for anything else, as SGLang's parser refuses it.
+    """
+    text = text.strip()
+    match = re.match(r'^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)$', text)
+    if match:
+        number, suffix = match.groups()
+        if suffix in _IEC_MULTIPLIERS:
+            if '.' in number:
+                raise ValueError('decimals are not allowed with IEC suffixes like %s' % suffix)
+            return int(number) * _IEC_MULTIPLIERS[suffix]
+        return int(decimal.Decimal(number) * _SI_MULTIPLIERS[suffix])
+    return int(text)
+
+
 def _convert(type_name, text):
+    """The value SGLang's parser makes of one value's text; ValueError where it refuses it."""
     if type_name == 'int':
         return int(text)
     if type_name == 'float':
         return float(text)
-    if type_name == 'json.loads':
-        json.loads(text)
+    if type_name == 'human_readable_int':
+        return human_readable_int(text)
+    if type_name in ('json.loads', 'json_list_type'):
+        return json.loads(text)
     return text
 
 
-_TYPE_WORDS = {'json.loads': 'JSON document'}
+_TYPE_WORDS = {'json.loads': 'JSON document', 'json_list_type': 'JSON document',
+               'human_readable_int': 'whole number (a suffix k, M, G, T, Ki, Mi, Gi or Ti may follow it)'}
 
 
 def _shown(option, value):
