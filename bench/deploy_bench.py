@@ -145,9 +145,9 @@ REJECTED_UPGRADE = {"bench_rejected_upgrade": {
              "sglang_server_extra_env": {"INFEROPS_LAB_SIM_DIVERGE_AT": "6"}}}}
 # The old set reinstalled with pip instead: a fresh venv and the packages the lab installs, no
 # dependencies. Not under /tmp: the lab node mounts it noexec, as a hardened host does.
-PIP_REINSTALL = ("set -e; rm -rf /var/lib/inferops-bench-reinstall; python3 -m venv /var/lib/inferops-bench-reinstall; "
-                 "/var/lib/inferops-bench-reinstall/bin/pip install -q --disable-pip-version-check --no-deps "
-                 "sglang==0.5.9 flashinfer-python==0.6.3; rm -rf /var/lib/inferops-bench-reinstall")
+REINSTALL_VENV = "/var/lib/inferops-bench-reinstall"
+PIP_REINSTALL = ("set -e; rm -rf {venv}; python3 -m venv {venv}; {venv}/bin/pip install -q --disable-pip-version-check "
+                 "--no-deps sglang==0.5.9 flashinfer-python==0.6.3; rm -rf {venv}").format(venv=REINSTALL_VENV)
 
 
 def upgrade_rows(playbook, log):
