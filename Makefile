@@ -12,6 +12,9 @@ PYTHON ?= python3
 VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 LAB_IMAGE ?= inferops-lab:bookworm
+# The lab node after one deploy, packages installed and nothing serving (bake-image.sh): the
+# scenarios whose subject is not a fresh install start from it.
+LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
 # Every scenario, the longest first: two run at a time, so the long ones start together and the
 # short ones fill in behind them. SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
@@ -27,9 +30,9 @@ export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
 export ANSIBLE_PIPELINING := 1
 export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
-export LAB_IMAGE
+export LAB_IMAGE LAB_BAKED_IMAGE
 
-.PHONY: help venv docker lab-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
+.PHONY: help venv docker lab-image lab-baked-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
         unit collection-test changelog-lint checks molecule test bench clean
 
 help:
@@ -55,6 +58,9 @@ docker:
 
 lab-image: docker
 	@molecule/resources/lab/build-image.sh
+
+lab-baked-image: venv lab-image
+	@molecule/resources/lab/bake-image.sh
 
 lab-node: venv lab-image
 	@$(BIN)/ansible-playbook molecule/resources/lab/lab-node.yml -e lab_node_name=$(LAB_NODE) -e lab_image=$(LAB_IMAGE)
@@ -102,7 +108,7 @@ collection-test: venv
 # keep both cores busy. MOLECULE_JOBS=1 runs them one after another.
 MOLECULE_JOBS ?= 2
 
-molecule: venv lab-image
+molecule: venv lab-baked-image
 	@scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS)
 
 # What needs no lab node: linters, sanity, unit and collection tests.
@@ -113,7 +119,7 @@ checks: lint unit collection-test
 test: venv lab-image
 	@mkdir -p build
 	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
-	  scenarios=0; scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS) || scenarios=$$?; wait; \
+	  scenarios=0; { molecule/resources/lab/bake-image.sh && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 

@@ -53,7 +53,7 @@ cached_wheels_with_deps=("${router_wheels[@]}")
 cached_debs=(python3-venv python3-packaging prometheus prometheus-alertmanager prometheus-node-exporter)
 
 # The lab layer is rebuilt whenever any file under molecule/resources/lab or a cached pin changes.
-lab_hash=$( { cd "$here" && find . -type f -not -name '*.pyc' -not -path '*/__pycache__/*' -print0 \
+lab_hash=$( { cd "$here" && find . -type f -not -name '*.pyc' -not -name bake-image.sh -not -path '*/__pycache__/*' -print0 \
   | sort -z | xargs -0 sha256sum; echo "${cached_wheels[*]} ${cached_wheels_with_deps[*]} ${cached_debs[*]}"; } \
   | sha256sum | cut -c1-16)
 
