@@ -114,12 +114,13 @@ molecule: venv lab-baked-image
 # What needs no lab node: linters, sanity, unit and collection tests.
 checks: lint unit collection-test
 
-# The checks run beside the scenarios, whose lab nodes mostly wait; their log is printed after
-# the scenarios' lines, and either failing fails the run.
-test: venv lab-image
+# The checks run beside the lab images' builds (mostly downloads) and the scenarios, whose lab
+# nodes mostly wait; their log is printed after the scenarios' lines, and either failing fails the run.
+test: venv
 	@mkdir -p build
 	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
-	  scenarios=0; { molecule/resources/lab/bake-image.sh && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
+	  scenarios=0; { $(MAKE) --no-print-directory lab-image && molecule/resources/lab/bake-image.sh \
+	                 && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 
