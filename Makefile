@@ -119,8 +119,7 @@ checks: lint unit collection-test
 test: venv
 	@mkdir -p build
 	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
-	  scenarios=0; { $(MAKE) --no-print-directory lab-image && molecule/resources/lab/bake-image.sh \
-	                 && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
+	  scenarios=0; { $(MAKE) --no-print-directory lab-baked-image && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 

@@ -53,16 +53,32 @@ export ANSIBLE_CONFIG="$repo/ansible.cfg" ANSIBLE_COLLECTIONS_PATH="$repo/.colle
   >>"$log" 2>&1 || { tail -n 60 "$log"; exit 1; }
 docker stop "$node" >/dev/null
 
+# What makes the node a serving one, where the roles put it: their defaults and vars, rendered.
+serving_paths_text=$("$bin/python" -c '
+import sys, jinja2, yaml
+names = {}
+for path in sys.argv[1:]:
+    names.update(yaml.safe_load(open(path)))
+def value(name):
+    return jinja2.Template(str(names[name])).render(names)
+unit = value("sglang_server_unit_name")
+for name in ("_sglang_server_unit_path", "_sglang_server_env_file", "_sglang_server_launcher",
+             "serving_deploy_record_path", "serving_history_path"):
+    print(value(name))
+print("/etc/systemd/system/multi-user.target.wants/%s.service" % unit)
+' roles/sglang_server/defaults/main.yml roles/sglang_server/vars/main.yml roles/serving/defaults/main.yml)
+mapfile -t serving_paths <<<"$serving_paths_text"
+
 # Offline, so that nothing of the bake's boot is written after it: the serving node's own
 # files go, the packages, venvs and users stay.
 docker commit "$node" "$LAB_BAKED_IMAGE-stage" >/dev/null
 docker run --name "$node-clean" "$LAB_BAKED_IMAGE-stage" /bin/sh -c '
   set -e
-  rm -f /etc/systemd/system/sglang.service /etc/systemd/system/*.wants/sglang.service \
-        /usr/local/libexec/sglang-launch /var/lib/sglang/history.jsonl
-  rm -rf /etc/sglang /var/lib/inferops-serving /var/log/journal/* /root/.ansible
+  for path in "$@"; do test -e "$path" || { echo "bake-image.sh: the deploy left no $path" >&2; exit 1; }; done
+  rm -f "$@"
+  rm -rf /var/log/journal/* /root/.ansible
   printf "[install]\n# pip reads its negative switches from configuration with a false value: no = --no-compile.\nno-compile = no\n" >>/etc/pip.conf
-  : >/etc/machine-id' >/dev/null
+  : >/etc/machine-id' bake-clean "${serving_paths[@]}" >/dev/null
 docker commit --change 'CMD ["/lib/systemd/systemd"]' \
   --change "LABEL inferops.lab.baked=$bake_hash" "$node-clean" "$LAB_BAKED_IMAGE" >/dev/null
 docker rm "$node-clean" >/dev/null
