@@ -17,8 +17,10 @@ LAB_IMAGE ?= inferops-lab:bookworm
 LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
 # Every scenario, the longest first: two run at a time, so the long ones start together and the
-# short ones fill in behind them. SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet experiment upgrade default sglang_server readme sglang
+# short ones fill in behind them. default (plain lab image) goes second: it runs while fleet's
+# slot bakes the image fleet and experiment start from. SCENARIOS_APART leaves some out (e.g.
+# SCENARIOS_APART=fleet).
+SCENARIOS_LONGEST_FIRST := fleet default experiment upgrade sglang_server readme sglang
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.
@@ -108,18 +110,19 @@ collection-test: venv
 # keep both cores busy. MOLECULE_JOBS=1 runs them one after another.
 MOLECULE_JOBS ?= 2
 
-molecule: venv lab-baked-image
+# A scenario whose nodes start from the baked image bakes it first, in its own slot.
+molecule: venv lab-image
 	@scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS)
 
 # What needs no lab node: linters, sanity, unit and collection tests.
 checks: lint unit collection-test
 
-# The checks run beside the lab images' builds (mostly downloads) and the scenarios, whose lab
+# The checks run beside the lab image's build (mostly downloads) and the scenarios, whose lab
 # nodes mostly wait; their log is printed after the scenarios' lines, and either failing fails the run.
 test: venv
 	@mkdir -p build
 	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
-	  scenarios=0; { $(MAKE) --no-print-directory lab-baked-image && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
+	  scenarios=0; { $(MAKE) --no-print-directory lab-image && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 

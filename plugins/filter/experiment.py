@@ -23,6 +23,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._correctness impo
     compare as _answers_compare,
     summary as _answers_summary,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import untouched_layers
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
@@ -39,24 +40,32 @@ _COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__
 
 
 def _documented_options():
-    specs = []
+    """Role -> its documented variables (name -> default)."""
+    by_role = {}
     for role in OVERLAY_ROLES:
         path = os.path.join(_COLLECTION, 'roles', role, 'meta', 'argument_specs.yml')
         try:
             with open(path) as handle:
-                specs.append(yaml.safe_load(handle))
+                by_role[role] = role_options([yaml.safe_load(handle)])
         except (IOError, OSError, yaml.YAMLError) as exc:
             raise AnsibleFilterError('cannot read the documented variables of role %s (%s): %s' % (role, path, exc))
-    return role_options(specs)
+    return by_role
 
 
 def experiment_plan(experiments, name, topology, force=False, current=None):
-    options = _documented_options()
+    by_role = _documented_options()
+    options = {}
+    for role in OVERLAY_ROLES:
+        for option, default in by_role[role].items():
+            options.setdefault(option, default)
     try:
-        return plan(experiments, name, topology, force=force, current=current,
-                    known_variables=list(options), defaults=options)
+        planned = plan(experiments, name, topology, force=force, current=current,
+                       known_variables=list(options), defaults=options)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
+    # The stack's layers (gpu_vm, sglang) a trial on a node as its record says may leave alone.
+    planned['untouched_layers'] = untouched_layers(planned['overlay'].keys(), by_role)
+    return planned
 
 
 def experiment_refusal(planned, node):

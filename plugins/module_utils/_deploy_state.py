@@ -39,9 +39,16 @@ STACK_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
 # Layers a converge can leave alone when their own inputs are those of the last healthy
 # converge and the node is as it left them: the code each depends on (the plugins it runs).
 # gpu_vm also installs the CUDA toolkit of the SGLang release set, so the sets are its inputs too.
-LAYER_CODE_PATHS = {'gpu_vm': ('roles/gpu_vm', 'plugins', 'roles/sglang/vars/release_sets.yml')}
+# The server's layer (sglang_server) always converges: it is what rollouts and experiments change.
+LAYER_CODE_PATHS = {
+    'gpu_vm': ('roles/gpu_vm', 'plugins', 'roles/sglang/vars/release_sets.yml'),
+    'sglang': ('roles/sglang', 'plugins'),
+}
 # Variables of other roles that a layer's converge depends on, besides its own.
 LAYER_EXTRA_INPUTS = {'gpu_vm': ('sglang_release_set',)}
+# Layers whose converge takes what a layer beneath publishes (sglang builds against the CUDA
+# toolkit and driver branch gpu_vm installed): left alone only with those left alone too.
+LAYERS_BENEATH = {'sglang': ('gpu_vm',)}
 # A long drift list helps nobody: the first few name the problem.
 MAX_REASONS_PER_KIND = 5
 
@@ -288,7 +295,22 @@ def same_layers(record, fingerprint, layers, observed):
     if not record or drift(record, record.get('fingerprint'), observed):
         return []
     recorded = record.get('layers') or {}
-    return sorted(name for name, layer in (layers or {}).items() if layer and recorded.get(name) == layer)
+    same = set(name for name, layer in (layers or {}).items() if layer and recorded.get(name) == layer)
+    return sorted(name for name in same if same.issuperset(LAYERS_BENEATH.get(name, ())))
+
+
+def untouched_layers(variables, layer_variables):
+    """The layers a converge that sets ``variables`` (an experiment's overlay) leaves as they are:
+    none of the layer's own variables (``layer_variables``: layer -> its role's documented
+    variables), nor those it also reads, nor any layer beneath it is among them."""
+    variables = set(variables)
+    touched = set(name for name in LAYER_CODE_PATHS
+                  if variables & (set(layer_variables.get(name) or ()) | set(LAYER_EXTRA_INPUTS.get(name, ()))))
+    while True:
+        above = set(name for name, beneath in LAYERS_BENEATH.items() if touched.intersection(beneath)) - touched
+        if not above:
+            return sorted(set(LAYER_CODE_PATHS) - touched)
+        touched |= above
 
 
 def plan_state(record, fingerprint, observed, deployed_before):

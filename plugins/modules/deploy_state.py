@@ -128,8 +128,9 @@ snapshot:
   type: bool
 same_layers:
   description:
-    - With O(state=query), the layers (V(gpu_vm)) a converge may leave alone - the node is as its record says
-      apart from its inputs, and these layers' own inputs are those of the last healthy converge.
+    - With O(state=query), the layers (V(gpu_vm), V(sglang)) a converge may leave alone - the node is as its
+      record says apart from its inputs, and these layers' own inputs, and those of the layers beneath them,
+      are those of the last healthy converge.
   returned: always
   type: list
   elements: str

@@ -25,6 +25,11 @@ bin="$repo/.venv/bin"
 
 say() { printf '[lab-bake] %s\n' "$*"; }
 
+# Scenarios started side by side each ask for the image (run-scenarios.sh): one bakes, the
+# others wait here and then find it up to date.
+exec 9>"${TMPDIR:-/tmp}/inferops-lab-bake.lock"
+flock 9
+
 # Rebaked whenever the lab image or anything the deploy runs changes.
 bake_hash=$( { docker image inspect -f '{{ .Id }}' "$LAB_IMAGE"
                cd "$repo" && git ls-files -co --exclude-standard -z -- \

@@ -169,3 +169,26 @@ def test_a_patched_file_named_as_pip_names_it_is_found_in_the_venv(tmp_path):
     venv, site = make_venv(tmp_path, {"demo/patched.py": b"fused = False\n"})
     assert ds.absolute_files(["/etc/x", "demo/patched.py"], venv) == ["/etc/x", os.path.join(site, "demo/patched.py")]
     assert ds.absolute_files(["demo/patched.py"], None) == ["demo/patched.py"]
+
+
+def test_an_experiment_of_server_flags_leaves_the_gpu_vm_and_the_venv_alone():
+    roles = {"gpu_vm": ["gpu_vm_driver_branch"], "sglang": ["sglang_release_set", "sglang_sm120_allreduce_fusion_patch"]}
+    assert ds.untouched_layers(["sglang_server_extra_args", "sglang_server_extra_env"], roles) == ["gpu_vm", "sglang"]
+    # The patch is the venv's: the GPU VM stays.
+    assert ds.untouched_layers(["sglang_sm120_allreduce_fusion_patch"], roles) == ["gpu_vm"]
+    # The release set is read by both: gpu_vm installs its CUDA toolkit.
+    assert ds.untouched_layers(["sglang_release_set"], roles) == []
+    # The venv builds on what gpu_vm installs: a change beneath it converges it too.
+    assert ds.untouched_layers(["gpu_vm_driver_branch"], roles) == []
+
+
+def test_the_venv_layer_is_left_alone_only_with_the_gpu_vm_beneath_it():
+    record = {"format": ds.RECORD_FORMAT, "fingerprint": "flags-a", "layers": {"gpu_vm": "driver-580", "sglang": "set-0.5.9"},
+              "files": {}, "packages": {}, "distributions": {}, "service": None, "boot_id": "boot-1"}
+    observed = {"files": {}, "packages": {}, "distributions": {}, "service": None, "boot_id": "boot-1"}
+    same = {"gpu_vm": "driver-580", "sglang": "set-0.5.9"}
+    assert ds.same_layers(record, "flags-b", same, observed) == ["gpu_vm", "sglang"]
+    assert ds.same_layers(record, "flags-b", dict(same, sglang="set-0.5.23"), observed) == ["gpu_vm"]
+    assert ds.same_layers(record, "flags-b", dict(same, gpu_vm="driver-590"), observed) == []
+    # A record of a release that kept no layer of the venv.
+    assert ds.same_layers(dict(record, layers={"gpu_vm": "driver-580"}), "flags-b", same, observed) == ["gpu_vm"]
