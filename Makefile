@@ -20,7 +20,7 @@ LAB_NODE ?= gpu-node
 # short ones fill in behind them. default (plain lab image) goes second: it runs while fleet's
 # slot bakes the image fleet and experiment start from. SCENARIOS_APART leaves some out (e.g.
 # SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet default experiment upgrade sglang_server readme sglang
+SCENARIOS_LONGEST_FIRST := fleet default experiment upgrade sglang_server readme sglang proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.
