@@ -39,32 +39,30 @@ OVERLAY_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
 _COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _documented_options():
-    """Role -> its documented variables (name -> default)."""
-    by_role = {}
+def _documented_specs():
+    """Role -> its parsed meta/argument_specs.yml."""
+    specs = {}
     for role in OVERLAY_ROLES:
         path = os.path.join(_COLLECTION, 'roles', role, 'meta', 'argument_specs.yml')
         try:
             with open(path) as handle:
-                by_role[role] = role_options([yaml.safe_load(handle)])
+                specs[role] = yaml.safe_load(handle)
         except (IOError, OSError, yaml.YAMLError) as exc:
             raise AnsibleFilterError('cannot read the documented variables of role %s (%s): %s' % (role, path, exc))
-    return by_role
+    return specs
 
 
 def experiment_plan(experiments, name, topology, force=False, current=None):
-    by_role = _documented_options()
-    options = {}
-    for role in OVERLAY_ROLES:
-        for option, default in by_role[role].items():
-            options.setdefault(option, default)
+    specs = _documented_specs()
+    options = role_options([specs[role] for role in OVERLAY_ROLES])
     try:
         planned = plan(experiments, name, topology, force=force, current=current,
                        known_variables=list(options), defaults=options)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
     # The stack's layers (gpu_vm, sglang) a trial on a node as its record says may leave alone.
-    planned['untouched_layers'] = untouched_layers(planned['overlay'].keys(), by_role)
+    planned['untouched_layers'] = untouched_layers(
+        planned['overlay'].keys(), dict((role, role_options([spec])) for role, spec in specs.items()))
     return planned
 
 
