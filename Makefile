@@ -17,10 +17,10 @@ LAB_IMAGE ?= inferops-lab:bookworm
 LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
 # Every scenario, the longest first: two run at a time, so the long ones start together and the
-# short ones fill in behind them. default (plain lab image) goes second: it runs while fleet's
-# slot bakes the image fleet and experiment start from. SCENARIOS_APART leaves some out (e.g.
-# SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet default experiment upgrade sglang_server readme sglang proxmox gpu_vm
+# short ones fill in behind them. sglang_server (plain lab image) goes second: it runs while
+# fleet's slot bakes the image that fleet, default, experiment and upgrade start from.
+# SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
+SCENARIOS_LONGEST_FIRST := fleet sglang_server default experiment upgrade readme sglang proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.

@@ -8,8 +8,8 @@
 # scenario's node does): these scenarios prove which files an install leaves, not Python's
 # bytecode, and compiling sglang's thousands of modules is most of a release set's install time.
 #
-# The scenarios whose subject is not a fresh install (experiment, upgrade, fleet) start from it;
-# default and the README checks converge the plain lab image from nothing.
+# The scenarios whose subject is not a fresh install (default, experiment, upgrade, fleet) start
+# from it; the README checks' `make demo` converges the plain lab image from nothing.
 #
 # Usage: bake-image.sh [--force]
 #   LAB_IMAGE         the lab image it starts from      (default inferops-lab:bookworm)
