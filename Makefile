@@ -45,7 +45,7 @@ help:
 $(BIN)/.installed: requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
 	  echo "python3 -m venv failed: installing Debian's python3-venv"; \
-	  rm -rf $(VENV); apt-get install -y -qq python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
+	  rm -rf $(VENV); apt-get install -y -qq -o DPkg::Lock::Timeout=300 python3-venv >/dev/null && $(PYTHON) -m venv $(VENV); }
 	$(BIN)/python -m pip install -q -r requirements.txt
 	@touch $@
 
@@ -117,12 +117,16 @@ molecule: venv lab-image
 # What needs no lab node: linters, sanity, unit and collection tests.
 checks: lint unit collection-test
 
-# The checks run beside the lab image's build (mostly downloads) and the scenarios, whose lab
+# The lab image's debootstrap base builds while the venv installs (it needs no Python package).
+# The checks run beside the lab layer's build (mostly downloads) and the scenarios, whose lab
 # nodes mostly wait; their log is printed after the scenarios' lines, and either failing fails the run.
-test: venv
+test:
 	@mkdir -p build
-	@{ checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
-	  scenarios=0; { $(MAKE) --no-print-directory lab-image && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
+	@{ scripts/ensure-docker.sh && molecule/resources/lab/build-image.sh --base; } >build/lab-base.log 2>&1 & base=$$!; \
+	  $(MAKE) --no-print-directory venv; \
+	  { checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
+	  scenarios=0; { { wait $$base || { cat build/lab-base.log; false; }; } && $(MAKE) --no-print-directory lab-image \
+	    && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
 	  test "$$(cat build/checks.rc)" = 0 && test "$$scenarios" = 0
 

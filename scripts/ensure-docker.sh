@@ -12,8 +12,9 @@ fi
 if ! command -v dockerd >/dev/null 2>&1; then
   say "no Docker engine found: installing Debian's docker.io"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq docker.io >/dev/null
+  # Another apt run beside this one (make test builds the lab base meanwhile) is waited for.
+  apt-get update -qq -o DPkg::Lock::Timeout=300
+  apt-get install -y -qq -o DPkg::Lock::Timeout=300 docker.io >/dev/null
 fi
 
 say "no Docker engine answers: starting dockerd"

@@ -138,16 +138,29 @@ def is_repeat(records, record, key='fingerprint'):
     return previous is not None and previous.get(key) == record.get(key)
 
 
-def recent_benchmark(records, fingerprint, max_age_s, now):
+def _same_workload(recorded, wanted):
+    """Whether two workloads are one (values compared as text: 64 and "64" are the same)."""
+    if not isinstance(recorded, dict):
+        return False
+    return ({str(key): str(value) for key, value in recorded.items()}
+            == {str(key): str(value) for key, value in wanted.items()})
+
+
+def recent_benchmark(records, fingerprint, max_age_s, now, workload=None):
     """The newest benchmark of this exact configuration that is at most ``max_age_s`` old.
 
     A benchmark only stands for the running server when it measured the configuration
-    that runs now (same fingerprint); one that is too old is measured again.
+    that runs now (same fingerprint); one that is too old is measured again. With
+    ``workload`` (the benchmark's prompts, requests in flight, lengths), only one that ran
+    that workload counts: throughput under another load is not comparable, and a record
+    that does not say its workload is measured again.
     """
     if max_age_s is not None and max_age_s < 0:
         raise HistoryError('max_age must not be negative, got %r' % (max_age_s,))
     for record in reversed(records):
         if record.get('event') != 'benchmark' or record.get('fingerprint') != fingerprint:
+            continue
+        if workload is not None and not _same_workload(record.get('workload'), workload):
             continue
         metrics = record.get('metrics') or {}
         if not metrics.get('output_throughput'):

@@ -33,6 +33,13 @@ options:
     description: Seconds after which a benchmark no longer counts as recent.
     type: int
     default: 86400
+  workload:
+    description:
+      - The workload of the benchmark to compare with (for example mode, prompts, requests in flight,
+        input and output lengths). RV(benchmark) is then one that ran exactly this workload; one
+        that ran another, or does not say, is not returned.
+      - Values are compared as text.
+    type: dict
   last:
     description: How many of the newest records to return in RV(records).
     type: int
@@ -71,7 +78,7 @@ fingerprint:
   returned: always
   type: str
 benchmark:
-  description: The newest benchmark of RV(fingerprint) younger than O(max_age), or null.
+  description: The newest benchmark of RV(fingerprint) younger than O(max_age) (and of O(workload), if given), or null.
   returned: always
   type: dict
 total:
@@ -105,6 +112,7 @@ def main():
             path=dict(type='path', default='/var/lib/sglang/history.jsonl'),
             fingerprint=dict(type='str'),
             max_age=dict(type='int', default=86400),
+            workload=dict(type='dict'),
             last=dict(type='int', default=200),
         ),
         supports_check_mode=True,
@@ -114,7 +122,8 @@ def main():
         fingerprint = module.params['fingerprint'] or (latest(records, 'deploy') or {}).get('fingerprint')
         benchmark = None
         if fingerprint:
-            benchmark = recent_benchmark(records, fingerprint, module.params['max_age'], time.time())
+            benchmark = recent_benchmark(records, fingerprint, module.params['max_age'], time.time(),
+                                         module.params['workload'])
     except HistoryError as exc:
         module.fail_json(msg=str(exc))
     if skipped:

@@ -6,7 +6,10 @@
 # the GPU boundary (simulated NVIDIA apt repository, PCI tree, nvidia-smi, SGLang server
 # stand-in); everything else on the node is installed by the collection's own roles.
 #
-# Usage: build-image.sh [--force]
+# Usage: build-image.sh [--force | --base]
+#   --force          rebuild the lab layer even when it is up to date
+#   --base           only the debootstrap base, when neither it nor the lab image exists (no Python
+#                    packages needed: make test runs it while the controller's venv installs)
 #   LAB_IMAGE        image to produce            (default inferops-lab:bookworm)
 #   LAB_BASE_IMAGE   base to build on; built here from debootstrap when it does not exist
 #                    (default inferops-lab-base:bookworm). Point it at another
@@ -23,45 +26,6 @@ LAB_BUILD_DIR=${LAB_BUILD_DIR:-/var/tmp/inferops-lab-build}
 force=${1:-}
 
 say() { printf '[lab-image] %s\n' "$*"; }
-
-# What every fresh lab node would otherwise download again, fetched once into the image: the
-# wheels of the roles' pinned versions (pip still asks the index which versions exist, then takes
-# the local file) and the Debian packages the roles install (left in apt's cache, not installed:
-# the roles' real apt and pip tasks install them). Nothing else on the node changes.
-repo=$(cd "$here/../../.." && pwd)
-pin() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" "$repo/roles/$2/defaults/main.yml"; }
-# The lab installs sglang and flashinfer-python of every release set (roles/sglang/vars/release_sets.yml).
-lab_python="$repo/.venv/bin/python"
-[[ -x "$lab_python" ]] || lab_python=python3
-mapfile -t release_wheels < <("$lab_python" -c '
-import sys, yaml
-for release in yaml.safe_load(open(sys.argv[1]))["_sglang_release_sets"].values():
-    for name in ("sglang", "flashinfer-python"):
-        print("%s==%s" % (name, release["packages"][name]))
-' "$repo/roles/sglang/vars/release_sets.yml")
-cached_wheels=(
-  "${release_wheels[@]}"
-  "pip==$(pin sglang_venv_pip_version sglang)" "wheel==$(pin sglang_venv_wheel_version sglang)"
-)
-# The router role installs either router package; each at the release the collection is verified with.
-mapfile -t router_wheels < <("$lab_python" -c '
-import runpy, sys
-for name, facts in sorted(runpy.run_path(sys.argv[1])["ROUTER_PACKAGES"].items()):
-    print("%s==%s" % (name, facts["verified_version"]))
-' "$repo/plugins/module_utils/_sglang_router_packages.py")
-cached_wheels_with_deps=("${router_wheels[@]}")
-cached_debs=(python3-venv python3-packaging prometheus prometheus-alertmanager prometheus-node-exporter)
-
-# The lab layer is rebuilt whenever any file under molecule/resources/lab or a cached pin changes.
-lab_hash=$( { cd "$here" && find . -type f -not -name '*.pyc' -not -name bake-image.sh -not -path '*/__pycache__/*' -print0 \
-  | sort -z | xargs -0 sha256sum; echo "${cached_wheels[*]} ${cached_wheels_with_deps[*]} ${cached_debs[*]}"; } \
-  | sha256sum | cut -c1-16)
-
-if [[ "$force" != "--force" ]] && \
-   [[ "$(docker image inspect -f '{{ index .Config.Labels "inferops.lab.hash" }}' "$LAB_IMAGE" 2>/dev/null || true)" == "$lab_hash" ]]; then
-  say "$LAB_IMAGE is up to date (lab files $lab_hash)"
-  exit 0
-fi
 
 build_base() {
   local rootfs="$LAB_BUILD_DIR/rootfs"
@@ -104,18 +68,70 @@ build_base() {
   rm -rf "$rootfs"
 }
 
-# Host tools the build needs; a fresh Debian machine has none of them.
-missing=()
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-command -v apt-ftparchive >/dev/null || missing+=(apt-utils)
-command -v gpg >/dev/null || missing+=(gnupg)
-command -v dpkg-deb >/dev/null || missing+=(dpkg)
-if ((${#missing[@]})); then
+# Host tools the build needs; a fresh Debian machine has none of them. Another apt run beside
+# this one (the controller's venv support) is waited for, not collided with.
+install_build_tools() {
+  local missing=()
+  command -v debootstrap >/dev/null || missing+=(debootstrap)
+  command -v apt-ftparchive >/dev/null || missing+=(apt-utils)
+  command -v gpg >/dev/null || missing+=(gnupg)
+  command -v dpkg-deb >/dev/null || missing+=(dpkg)
+  ((${#missing[@]})) || return 0
   say "installing build tools: ${missing[*]}"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null \
-    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null \
+    || { apt-get update -qq -o DPkg::Lock::Timeout=300 \
+         && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -o DPkg::Lock::Timeout=300 "${missing[@]}" >/dev/null; }
+}
+
+if [[ "$force" == "--base" ]]; then
+  if ! docker image inspect "$LAB_BASE_IMAGE" >/dev/null 2>&1 && ! docker image inspect "$LAB_IMAGE" >/dev/null 2>&1; then
+    install_build_tools
+    mkdir -p "$LAB_BUILD_DIR"
+    build_base
+  fi
+  exit 0
 fi
 
+# What every fresh lab node would otherwise download again, fetched once into the image: the
+# wheels of the roles' pinned versions (pip still asks the index which versions exist, then takes
+# the local file) and the Debian packages the roles install (left in apt's cache, not installed:
+# the roles' real apt and pip tasks install them). Nothing else on the node changes.
+repo=$(cd "$here/../../.." && pwd)
+pin() { sed -n "s/^$1: *\"\{0,1\}\([^\"]*\)\"\{0,1\} *\$/\1/p" "$repo/roles/$2/defaults/main.yml"; }
+# The lab installs sglang and flashinfer-python of every release set (roles/sglang/vars/release_sets.yml).
+lab_python="$repo/.venv/bin/python"
+[[ -x "$lab_python" ]] || lab_python=python3
+mapfile -t release_wheels < <("$lab_python" -c '
+import sys, yaml
+for release in yaml.safe_load(open(sys.argv[1]))["_sglang_release_sets"].values():
+    for name in ("sglang", "flashinfer-python"):
+        print("%s==%s" % (name, release["packages"][name]))
+' "$repo/roles/sglang/vars/release_sets.yml")
+cached_wheels=(
+  "${release_wheels[@]}"
+  "pip==$(pin sglang_venv_pip_version sglang)" "wheel==$(pin sglang_venv_wheel_version sglang)"
+)
+# The router role installs either router package; each at the release the collection is verified with.
+mapfile -t router_wheels < <("$lab_python" -c '
+import runpy, sys
+for name, facts in sorted(runpy.run_path(sys.argv[1])["ROUTER_PACKAGES"].items()):
+    print("%s==%s" % (name, facts["verified_version"]))
+' "$repo/plugins/module_utils/_sglang_router_packages.py")
+cached_wheels_with_deps=("${router_wheels[@]}")
+cached_debs=(python3-venv python3-packaging prometheus prometheus-alertmanager prometheus-node-exporter)
+
+# The lab layer is rebuilt whenever any file under molecule/resources/lab or a cached pin changes.
+lab_hash=$( { cd "$here" && find . -type f -not -name '*.pyc' -not -name bake-image.sh -not -path '*/__pycache__/*' -print0 \
+  | sort -z | xargs -0 sha256sum; echo "${cached_wheels[*]} ${cached_wheels_with_deps[*]} ${cached_debs[*]}"; } \
+  | sha256sum | cut -c1-16)
+
+if [[ "$force" != "--force" ]] && \
+   [[ "$(docker image inspect -f '{{ index .Config.Labels "inferops.lab.hash" }}' "$LAB_IMAGE" 2>/dev/null || true)" == "$lab_hash" ]]; then
+  say "$LAB_IMAGE is up to date (lab files $lab_hash)"
+  exit 0
+fi
+
+install_build_tools
 mkdir -p "$LAB_BUILD_DIR"
 if ! docker image inspect "$LAB_BASE_IMAGE" >/dev/null 2>&1; then
   build_base

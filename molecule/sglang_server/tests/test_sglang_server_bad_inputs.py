@@ -14,7 +14,6 @@ failure), so the table costs seconds, not a process start per row. Playbook-leve
 import json
 import os
 import subprocess
-import threading
 
 import pytest
 
@@ -276,7 +275,7 @@ def test_the_api_key_is_in_no_process_environment_block(host):
     assert SERVER["sglang_server_api_key"] in host.check_output("cat /etc/sglang/sglang.env")
 
 
-CONCURRENT = """
+SERVER_UNDER_LOCK = """
 - name: A deploy of the server layer under the node lock (what deploy.yml does per node)
   hosts: lab-sglang_server
   gather_facts: false
@@ -311,37 +310,9 @@ CONCURRENT = """
 """
 
 
-def test_two_concurrent_deploys_end_consistent(host, tmp_path):
-    playbook = tmp_path / "deploy_server.yml"
-    playbook.write_text(CONCURRENT)
-    outputs = {}
-
-    def deploy(name):
-        variables = dict(SERVER, sglang_server_extra_args={"served-model-name": name})
-        outputs[name] = ansible_playbook(str(playbook), "-e", json.dumps(variables))
-
-    threads = [threading.Thread(target=deploy, args=(name,)) for name in ("run-a", "run-b")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for name, (rc, output) in outputs.items():
-        assert rc == 0, output[-3000:]
-    last = json.loads(host.check_output("tail -n 1 /var/lib/sglang/history.jsonl"))
-    exec_start = [line for line in host.file("/etc/systemd/system/sglang.service").content_string.splitlines()
-                  if line.startswith("ExecStart=")][0]
-    words = exec_start.split()
-    assert words[words.index("--served-model-name") + 1] == last["args"]["served-model-name"]
-    served = json.loads(host.check_output(
-        "curl -s -H 'Authorization: Bearer %s' http://127.0.0.1:8000/v1/models" % SERVER["sglang_server_api_key"]))
-    assert served["data"][0]["id"] == last["args"]["served-model-name"]
-    # The second run waited for the first one: one of them says so in its lock task.
-    assert not host.file("/var/lib/inferops-serving/node.lock").exists
-
-
 def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_path):
     playbook = tmp_path / "server.yml"
-    playbook.write_text(CONCURRENT)
+    playbook.write_text(SERVER_UNDER_LOCK)
     broken = dict(SERVER, sglang_server_module="inferops_lab_no_such_module", sglang_server_health_timeout=900,
                   sglang_server_start_limit_burst=2)
     rc, output = ansible_playbook(str(playbook), "-e", json.dumps(broken))

@@ -93,6 +93,33 @@ def test_no_recent_benchmark(history, max_age):
     assert recent_benchmark(history, 'base', max_age, NOW) is None
 
 
+WORKLOAD = {'mode': 'chat', 'num_prompts': 64, 'concurrency': 32, 'input_len': 128, 'output_len': 64}
+
+
+def test_a_baseline_counts_only_under_the_workload_it_ran():
+    measured = bench(NOW - 10, 'base', 1867.0)
+    measured['workload'] = dict(WORKLOAD)
+    history = [measured]
+    assert recent_benchmark(history, 'base', 3600, NOW, WORKLOAD)['metrics']['output_throughput'] == 1867.0
+    # The same values as the inventory's text renders them.
+    assert recent_benchmark(history, 'base', 3600, NOW, {k: str(v) for k, v in WORKLOAD.items()}) is not None
+    assert recent_benchmark(history, 'base', 3600, NOW, dict(WORKLOAD, concurrency=64)) is None
+    assert recent_benchmark(history, 'base', 3600, NOW, dict(WORKLOAD, num_prompts=16)) is None
+    assert recent_benchmark(history, 'base', 3600, NOW, dict(WORKLOAD, extra=1)) is None
+
+
+def test_a_baseline_that_does_not_say_its_workload_is_measured_again():
+    history = [bench(NOW - 10, 'base', 1867.0)]
+    assert recent_benchmark(history, 'base', 3600, NOW, WORKLOAD) is None
+    assert recent_benchmark(history, 'base', 3600, NOW) is not None
+
+
+def test_the_newest_benchmark_of_the_workload_wins_over_a_newer_one_of_another():
+    ours, theirs = bench(NOW - 20, 'base', 1800.0), bench(NOW - 10, 'base', 2400.0)
+    ours['workload'], theirs['workload'] = dict(WORKLOAD), dict(WORKLOAD, concurrency=128)
+    assert recent_benchmark([ours, theirs], 'base', 3600, NOW, WORKLOAD)['metrics']['output_throughput'] == 1800.0
+
+
 def test_negative_max_age_is_refused():
     with pytest.raises(HistoryError, match='max_age'):
         recent_benchmark([], 'base', -1, NOW)

@@ -91,6 +91,19 @@ def test_info_finds_the_benchmark_of_the_deployed_configuration(tmp_path, capsys
     assert info['latest']['benchmark']['fingerprint'] == 'fused'
 
 
+def test_info_returns_a_baseline_only_of_the_workload_asked_for(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    workload = {'mode': 'chat', 'num_prompts': 64, 'concurrency': 32, 'input_len': 128, 'output_len': 64}
+    for event, fields in [('deploy', {'fingerprint': 'base'}),
+                          ('benchmark', {'fingerprint': 'base', 'metrics': {'output_throughput': 1867.0},
+                                         'workload': workload})]:
+        run(history, {'path': str(path), 'event': event, 'node': 'gpu-node', 'fields': fields}, capsys)
+    same = run(history_info, {'path': str(path), 'workload': workload}, capsys)
+    assert same['benchmark']['metrics']['output_throughput'] == 1867.0
+    other = run(history_info, {'path': str(path), 'workload': dict(workload, concurrency=64)}, capsys)
+    assert other['benchmark'] is None
+
+
 def test_info_of_a_new_node_is_empty(tmp_path, capsys):
     info = run(history_info, {'path': str(tmp_path / 'none.jsonl'), 'fingerprint': 'x'}, capsys)
     assert info['records'] == [] and info['benchmark'] is None and info['latest'] == {}
