@@ -129,6 +129,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
+from ansible_collections.inferops.serving.plugins.module_utils._node_lock import NodeLockError, held_flock
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
     add_answer,
@@ -198,24 +199,33 @@ def _read_members(module, path):
                              ' again.' % (path, exc))
 
 
+# New nodes join at once, each running this module on the router's host: the membership file is
+# read and written under one flock, so that no join writes over another's entry.
+MEMBERS_LOCK = 'inferops-serving-router-members.lock'
+
+
 def _record_members(module, path, url, state, api_key):
     """Whether the membership file changed (in check mode: would change)."""
-    before = _read_members(module, path)
-    after = members_after(before, url, state, api_key)
-    if after == before:
-        return False
-    directory = os.path.dirname(path) or '.'
-    if not os.path.isdir(directory):
-        module.fail_json(msg='The folder of the router membership file %s does not exist on this host: deploy the'
-                             ' router (role sglang_router) here first.' % path)
-    if not module.check_mode:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix='.workers.')
-        with os.fdopen(handle, 'w') as out:
-            json.dump(after, out, indent=1, sort_keys=True)
-        # mkstemp made it 0600; a rename in the same folder keeps that mode and is atomic
-        # (atomic_move would give a new file the umask's mode).
-        os.replace(temporary, path)
-    return True
+    try:
+        with held_flock(MEMBERS_LOCK, timeout=60, shared=module.check_mode):
+            before = _read_members(module, path)
+            after = members_after(before, url, state, api_key)
+            if after == before:
+                return False
+            directory = os.path.dirname(path) or '.'
+            if not os.path.isdir(directory):
+                module.fail_json(msg='The folder of the router membership file %s does not exist on this host: deploy'
+                                     ' the router (role sglang_router) here first.' % path)
+            if not module.check_mode:
+                handle, temporary = tempfile.mkstemp(dir=directory, prefix='.workers.')
+                with os.fdopen(handle, 'w') as out:
+                    json.dump(after, out, indent=1, sort_keys=True)
+                # mkstemp made it 0600; a rename in the same folder keeps that mode and is atomic
+                # (atomic_move would give a new file the umask's mode).
+                os.replace(temporary, path)
+            return True
+    except NodeLockError as exc:
+        module.fail_json(msg='Cannot record %s in the router membership file %s: %s' % (url, path, exc))
 
 
 def main():

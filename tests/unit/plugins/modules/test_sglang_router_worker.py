@@ -4,6 +4,10 @@
 import json
 import os
 import stat
+import threading
+import time
+
+from ansible_collections.inferops.serving.plugins.modules import sglang_router_worker
 
 MODULE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'modules',
                       'sglang_router_worker.py')
@@ -105,3 +109,31 @@ def test_smg_a_draining_worker_asked_back_is_added_once_it_is_gone(run_module, f
 def test_smg_a_key_it_refuses_names_the_admin_key(run_module, fake_smg):
     result = run_module(router_url=fake_smg.url, router_api_key='router-client-key', url=WORKER, timeout=2)
     assert result['failed'] and 'sglang_router_admin_api_key' in result['msg']
+
+
+class _Module(object):
+    check_mode = False
+
+    def fail_json(self, **kwargs):
+        raise AssertionError(kwargs['msg'])
+
+
+def test_nodes_that_join_at_once_are_all_recorded(tmp_path, monkeypatch):
+    # Each join reads the file, adds its URL and writes it back. Slowed between the read and the
+    # write, joins without the lock would write over each other's entries.
+    members = tmp_path / 'workers.json'
+    members_after = sglang_router_worker.members_after
+
+    def slow_members_after(*args, **kwargs):
+        time.sleep(0.05)
+        return members_after(*args, **kwargs)
+
+    monkeypatch.setattr(sglang_router_worker, 'members_after', slow_members_after)
+    urls = ['http://10.0.0.%d:8000' % n for n in range(1, 9)]
+    threads = [threading.Thread(target=sglang_router_worker._record_members,
+                                args=(_Module(), str(members), url, 'present', None)) for url in urls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(json.loads(members.read_text())['workers']) == sorted(urls)
