@@ -69,6 +69,8 @@ options:
         0600). The router's unit adds them again whenever the router (re)starts, since a restarted router
         forgets the workers added through its API.
       - Updated after every successful add or remove; a worker the router already lists is recorded too.
+      - Read and written under an C(flock) on C(/run/lock/inferops-serving-router-members.lock), so that nodes
+        joining at once each keep their entry.
       - Not written when not set.
     type: path
 attributes:
