@@ -23,8 +23,15 @@ LAB_NODE ?= gpu-node
 SCENARIOS_LONGEST_FIRST := fleet sglang_server default experiment upgrade readme sglang proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
+# The ansible-core releases proven beside the controller's (see core-matrix).
+CORE_MATRIX := 2.20 2.21
+CORE_MATRIX_VENVS := $(foreach release,$(CORE_MATRIX),venv-core$(release))
+CORE_MATRIX_SANITY := $(foreach release,$(CORE_MATRIX),sanity-core$(release))
+CORE_MATRIX_UNIT := $(foreach release,$(CORE_MATRIX),unit-core$(release))
 # Outside the checkout: inside it, ansible-test would see the copy as git-ignored and skip it.
-SANITY_ROOT := $(or $(TMPDIR),/tmp)/inferops-sanity/ansible_collections/inferops/serving
+COLLECTION_PATH := ansible_collections/inferops/serving
+SANITY_ROOT_BASE := $(or $(TMPDIR),/tmp)/inferops-sanity
+SANITY_ROOT := $(SANITY_ROOT_BASE)/$(COLLECTION_PATH)
 
 export PATH := $(BIN):$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
@@ -35,7 +42,8 @@ export PY_COLORS ?= 0
 export LAB_IMAGE LAB_BAKED_IMAGE
 
 .PHONY: help venv docker lab-image lab-baked-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
-        unit collection-test changelog-lint checks molecule test bench clean
+        unit collection-test changelog-lint core-matrix \
+        $(CORE_MATRIX_VENVS) $(CORE_MATRIX_SANITY) $(CORE_MATRIX_UNIT) checks molecule test bench clean
 
 help:
 	@echo "make demo   - deploy the full stack to the local lab node gpu-node"
@@ -80,16 +88,58 @@ ansible-lint: venv
 	$(BIN)/ansible-lint --offline
 
 # ansible-test wants the collection under ansible_collections/<namespace>/<name>:
-# copy the tracked and new files there (never the venv or caches).
-ANSIBLE_TEST_GET_PIP := $(HOME)/.ansible/test/cache/get_pip_24_2.py
+# copy the tracked and new files there (never the venvs or caches).
+define copy_for_ansible_test
+@rm -rf $(1) && mkdir -p $(1)
+@git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C $(1) -xf -
+endef
 
-$(ANSIBLE_TEST_GET_PIP): scripts/ansible-test-get-pip.py
+# The pip bootstrap of ansible-test's own venvs, one per pip release it pins: 24.2 (ansible-core
+# 2.19), 25.2 (2.20, 2.21).
+ANSIBLE_TEST_GET_PIP := $(foreach release,24_2 25_2,$(HOME)/.ansible/test/cache/get_pip_$(release).py)
+
+$(HOME)/.ansible/test/cache/get_pip_%.py: scripts/ansible-test-get-pip.py
 	@mkdir -p $(dir $@) && cp $< $@
 
 sanity: venv $(ANSIBLE_TEST_GET_PIP)
-	@rm -rf $(SANITY_ROOT) && mkdir -p $(SANITY_ROOT)
-	@git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -C $(SANITY_ROOT) -xf -
+	$(call copy_for_ansible_test,$(SANITY_ROOT))
 	cd $(SANITY_ROOT) && $(BIN)/ansible-test sanity --python 3.11 --color no
+
+# The newer ansible-core releases, each proven by the full `ansible-test sanity` and the unit tests in a
+# venv of its own (.venv-core<release>), pinned in tests/core-matrix/requirements-<release>.txt. They
+# need Python 3.12 or later on the controller, which Debian 12's python3 (3.11) is not:
+# scripts/find-controller-python.sh picks one (CORE_MATRIX_PYTHON names it) and fails when there is none.
+# Each run starts by naming its release and interpreter, and ends with its time.
+core_matrix_banner = $(CURDIR)/.venv-core$(1)/bin/python -c 'import sys, ansible.release; \
+  print("--- $(2) on ansible-core %s, Python %s (%s)" % (ansible.release.__version__, \
+  sys.version.split()[0], sys._base_executable))'
+
+$(CURDIR)/.venv-core%/.installed: tests/core-matrix/requirements-%.txt
+	@$(CURDIR)/.venv-core$*/bin/python -c '' 2>/dev/null || { \
+	  python=$$(scripts/find-controller-python.sh) && rm -rf $(CURDIR)/.venv-core$* \
+	  && echo "ansible-core $*: venv .venv-core$* on $$python" && $$python -m venv $(CURDIR)/.venv-core$*; }
+	$(CURDIR)/.venv-core$*/bin/python -m pip install -q -r $<
+	@touch $@
+
+$(CORE_MATRIX_VENVS): venv-core%: $(CURDIR)/.venv-core%/.installed .collections/ansible_collections/inferops/serving
+	@:
+
+$(CORE_MATRIX_SANITY): sanity-core%: venv-core% $(ANSIBLE_TEST_GET_PIP)
+	@$(call core_matrix_banner,$*,ansible-test sanity)
+	$(call copy_for_ansible_test,$(SANITY_ROOT_BASE)-core$*/$(COLLECTION_PATH))
+	@start=$$SECONDS; cd $(SANITY_ROOT_BASE)-core$*/$(COLLECTION_PATH) && PATH=$(CURDIR)/.venv-core$*/bin:$$PATH \
+	  $(CURDIR)/.venv-core$*/bin/ansible-test sanity --python "$$($(CURDIR)/.venv-core$*/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])')" \
+	    --color no; echo "--- ansible-test sanity on ansible-core $*: $$((SECONDS - start)) s"
+
+# tests/unit/scripts (the repository's role linter) and tests/unit/lab (the lab's simulators) import
+# nothing of ansible-core: `make unit` runs them once.
+$(CORE_MATRIX_UNIT): unit-core%: venv-core%
+	@$(call core_matrix_banner,$*,unit tests)
+	@start=$$SECONDS; PATH=$(CURDIR)/.venv-core$*/bin:$$PATH $(CURDIR)/.venv-core$*/bin/pytest tests/unit -q \
+	  -p no:cacheprovider --ignore=tests/unit/scripts --ignore=tests/unit/lab; \
+	  echo "--- unit tests on ansible-core $*: $$((SECONDS - start)) s"
+
+core-matrix: $(CORE_MATRIX_SANITY) $(CORE_MATRIX_UNIT)
 
 changelog-lint: venv
 	$(BIN)/antsibull-changelog lint
@@ -114,8 +164,8 @@ MOLECULE_JOBS ?= 2
 molecule: venv lab-image
 	@scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS)
 
-# What needs no lab node: linters, sanity, unit and collection tests.
-checks: lint unit collection-test
+# What needs no lab node: linters, sanity, unit and collection tests, and the ansible-core matrix.
+checks: lint unit collection-test core-matrix
 
 # The lab image's debootstrap base builds while the venv installs (it needs no Python package).
 # The checks run beside the lab layer's build (mostly downloads) and the scenarios, whose lab

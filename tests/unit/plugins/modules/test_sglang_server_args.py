@@ -10,6 +10,7 @@ import shutil
 
 import pytest
 
+from ansible.module_utils.common.parameters import PASS_VARS
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_server_args
 
@@ -75,10 +76,15 @@ def test_missing_sglang_fails_unless_allowed(tmp_path, capsys):
 
 
 def test_only_secret_values_are_masked(venv, capsys):
-    result = _run(capsys, {
+    module_args = {
         'venv_path': venv,
         'args': {'model': 'm', 'tokenizer-mode': 'auto', 'tokenizer-path': 'org/tok', 'api': 'sk-abbreviated'},
-    })
+    }
+    # ansible-core 2.21 returns the invocation only when the controller asks for it
+    # (inject_invocation, off by default); earlier releases always return it.
+    if 'inject_invocation' in PASS_VARS:
+        module_args['_ansible_inject_invocation'] = True
+    result = _run(capsys, module_args)
     assert result['failed'] is True
     assert 'sk-abbreviated' not in json.dumps(result)
     assert result['invocation']['module_args']['args']['tokenizer-mode'] == 'auto'
