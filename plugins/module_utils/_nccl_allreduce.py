@@ -81,7 +81,8 @@ def run_with_timeout(argv, env, timeout, cwd=None, grace=5.0):
     SIGKILL follows after `grace` seconds.
     """
     started = time.time()
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # Not AnsibleModule.run_command: it has no timeout and cannot start the job in a session of its own.
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
                             start_new_session=True, universal_newlines=True)
     timed_out = False
     try:
