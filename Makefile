@@ -47,7 +47,7 @@ export LAB_IMAGE LAB_BAKED_IMAGE
 
 help:
 	@echo "make demo   - deploy the full stack to the local lab node gpu-node"
-	@echo "make test   - yamllint, ansible-lint, ansible-test sanity, pytest, molecule"
+	@echo "make test   - yamllint, ansible-lint, ansible-test sanity, pytest, molecule (sanity and unit tests also on ansible-core 2.20, 2.21)"
 	@echo "make bench  - benchmark table (lab node)"
 
 $(BIN)/.installed: requirements.txt
