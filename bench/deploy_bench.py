@@ -194,9 +194,9 @@ def optional_rows(workdir, log):
         if proc.returncode == 0 and os.path.exists(out):
             with open(out) as handle:
                 data = json.load(handle)
-            note = "%.3f s vs %.3f s, %s nvidia-smi, %d GPUs" % (
+            note = "%.3f s vs %.3f s, %s nvidia-smi, %d GPUs; an empty module takes %.3f s here" % (
                 data["module_seconds"], data["bare_seconds"], "simulated" if data["simulated"] else "real",
-                data["gpu_count"])
+                data["gpu_count"], data["empty_module_seconds"])
             rows.append(["nccl_topology module / its bare nvidia-smi calls", "%sx" % data["ratio"], note])
         else:
             rows.append(["nccl_topology vs bare nvidia-smi", "not measured", "rc=%d, see %s" % (proc.returncode, log)])

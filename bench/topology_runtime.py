@@ -48,6 +48,29 @@ def timed(argv, env):
     return time.perf_counter() - start, proc
 
 
+EMPTY_MODULE = (
+    "from ansible.module_utils.basic import AnsibleModule\n"
+    "AnsibleModule(argument_spec={}, supports_check_mode=True).exit_json(changed=False)\n"
+)
+
+
+def time_empty_module(env):
+    """Seconds an Ansible module that does nothing takes here: interpreter start, Ansible's imports,
+    argument parsing and the JSON answer."""
+    workdir = tempfile.mkdtemp()
+    try:
+        module = os.path.join(workdir, "empty.py")
+        args_file = os.path.join(workdir, "args.json")
+        with open(module, "w") as handle:
+            handle.write(EMPTY_MODULE)
+        with open(args_file, "w") as handle:
+            json.dump({"ANSIBLE_MODULE_ARGS": {}}, handle)
+        seconds, _proc = timed([sys.executable, module, args_file], env)
+        return seconds
+    finally:
+        shutil.rmtree(workdir)
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--nvidia-smi", dest="nvidia_smi")
@@ -94,6 +117,7 @@ def main(argv):
         sys.stderr.write("the module failed: %s\n" % result.get("msg"))
         return 1
     facts = result["ansible_facts"]["nccl_topology"]
+    empty_seconds = time_empty_module(module_env)
 
     report = {
         "nvidia_smi": smi,
@@ -104,6 +128,9 @@ def main(argv):
         "bare_seconds": round(bare_total, 4),
         "module_seconds": round(module_seconds, 4),
         "ratio": round(module_seconds / bare_total, 2) if bare_total else None,
+        # What any module costs on this interpreter before its own work: its floor.
+        "empty_module_seconds": round(empty_seconds, 4),
+        "ratio_beyond_empty_module": round((module_seconds - empty_seconds) / bare_total, 2) if bare_total else None,
         "python": sys.version.split()[0],
     }
     print("nccl_topology run time (%s nvidia-smi, %d GPU(s): %s)"
@@ -112,7 +139,9 @@ def main(argv):
         print("  %-78s %8.3f s  rc=%d" % (item["call"], item["seconds"], item["rc"]))
     print("  %-78s %8.3f s" % ("bare nvidia-smi calls, together", bare_total))
     print("  %-78s %8.3f s" % ("module (python nccl_topology.py args.json)", module_seconds))
+    print("  %-78s %8.3f s" % ("an empty Ansible module (python, AnsibleModule, exit_json)", empty_seconds))
     print("  ratio module / bare calls: %s (one run each)" % report["ratio"])
+    print("  ratio (module - empty module) / bare calls: %s" % report["ratio_beyond_empty_module"])
     if args.json_file:
         with open(args.json_file, "w") as handle:
             json.dump(report, handle, indent=2)

@@ -9,6 +9,8 @@ interpreter for its site-packages. ``module`` is the calling AnsibleModule, used
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import threading
+
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     DistRecordError,
     interpreter_site_packages,
@@ -25,6 +27,32 @@ def run_c(module, argv, **kwargs):
     env = dict(kwargs.pop('environ_update', None) or {})
     env.update(C_LOCALE)
     return module.run_command(argv, environ_update=env, **kwargs)
+
+
+def run_c_together(module, argvs):
+    """``run_c`` of every argv at once, each in its own thread; (rc, out, err) in the order given.
+
+    For read-only commands whose run time is mostly waiting (nvidia-smi spends it opening the
+    driver), so that several cost about the slowest one instead of their sum."""
+    results = [None] * len(argvs)
+
+    def run(position, argv):
+        # A thread must not call fail_json (its exit would end the thread, not the module):
+        # the error comes back and the caller's thread fails with it.
+        try:
+            results[position] = run_c(module, argv, handle_exceptions=False)
+        except Exception as exc:  # pylint: disable=broad-except
+            results[position] = exc
+
+    threads = [threading.Thread(target=run, args=(position, argv)) for position, argv in enumerate(argvs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for argv, result in zip(argvs, results):
+        if isinstance(result, Exception):
+            module.fail_json(msg="Cannot run %s: %s" % (' '.join(argv), result), cmd=argv)
+    return results
 
 
 def find_nvidia_smi(module, name='nvidia-smi', required=False):

@@ -283,6 +283,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._commands import 
     NVIDIA_SMI_DIRS,
     find_nvidia_smi,
     run_c,
+    run_c_together,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import installed_option_strings
@@ -438,10 +439,10 @@ def read_server_flags(venv_path, warnings):
         return None
 
 
-def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):
+def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus, first_answer=None):
     fields = list(QUERY_GPU_FIELDS)
     query_cmd = [smi_path, '--query-gpu=%s' % ','.join(fields), '--format=csv']
-    rc, out, err = run_c(module, query_cmd)
+    rc, out, err = first_answer or run_c(module, query_cmd)
     if rc != 0 and 'compute_cap' in (out + err):
         # Drivers before R510 do not know compute_cap; the rest is still worth having.
         fields.remove('compute_cap')
@@ -464,18 +465,27 @@ def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus):
     sources['query_gpu'] = 'nvidia-smi ' + ' '.join(query_cmd[1:])
 
 
-def run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus):
-    if parsed['query'] is None:
-        run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus)
+TOPO_CALLS = (
+    (['topo', '-m'], 'topo', 'topo_matrix', parse_topo_matrix),
+    (['topo', '-p2p', 'r'], 'p2p_read', 'p2p_read', parse_p2p_matrix),
+    (['topo', '-p2p', 'w'], 'p2p_write', 'p2p_write', parse_p2p_matrix),
+)
 
-    for args, key, source, parser in (
-            (['topo', '-m'], 'topo', 'topo_matrix', parse_topo_matrix),
-            (['topo', '-p2p', 'r'], 'p2p_read', 'p2p_read', parse_p2p_matrix),
-            (['topo', '-p2p', 'w'], 'p2p_write', 'p2p_write', parse_p2p_matrix)):
-        if parsed[key] is not None:
-            continue
-        cmd = [smi_path] + args
-        rc, out, err = run_c(module, cmd)
+
+def run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus):
+    # Each nvidia-smi call spends most of its time opening the driver, so the calls run at
+    # once: the module then waits about as long as the slowest, not their sum. The query's
+    # answer is read first, since a driver that does not answer it fails the module.
+    topo_calls = [call for call in TOPO_CALLS if parsed[call[1]] is None]
+    argvs = [[smi_path] + args for args, _key, _source, _parser in topo_calls]
+    query_first = parsed['query'] is None
+    if query_first:
+        argvs.insert(0, [smi_path, '--query-gpu=%s' % ','.join(QUERY_GPU_FIELDS), '--format=csv'])
+    answers = run_c_together(module, argvs)
+    if query_first:
+        run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus, first_answer=answers.pop(0))
+
+    for (args, key, source, parser), (rc, out, err) in zip(topo_calls, answers):
         if rc != 0:
             # Old drivers lack `topo -p2p`; GPUs in some VMs refuse `topo -m`.
             warnings.append("nvidia-smi %s failed with rc %d (%s); not used"

@@ -9,7 +9,7 @@
 # Writes <name>.txt (stdout), <name>.stderr and <name>.rc for every nvidia-smi call
 # the collection makes or imitates, including the bad-argument answers; the PCI
 # tree of each GPU; and, when python3 has torch with CUDA, the NCCL topology dump
-# of a one-rank NCCL job. GPU UUIDs and serial numbers are replaced by zeros.
+# of a one-rank NCCL job. GPU UUIDs, serial numbers and PDIs are replaced by zeros.
 set -u
 out=${1:?usage: capture-nvidia.sh OUTDIR}
 mkdir -p "$out"
@@ -35,6 +35,10 @@ cap query_all_nounits "$smi" --query-gpu=$fields --format=csv,nounits
 cap query_all_noheader_nounits "$smi" --query-gpu=$fields --format=csv,noheader,nounits
 cap query_reordered "$smi" --query-gpu=power.limit,compute_cap,pci.bus_id,index --format=csv
 cap query_id0 "$smi" -i 0 --query-gpu=index,pci.bus_id --format=csv,noheader
+# The node metrics collector's query and the benchmark's power sampler, as they give them.
+cap query_collector "$smi" --query-gpu=index,pci.bus_id,name,power.draw,power.limit,utilization.gpu,memory.used,memory.total,temperature.gpu --format=csv,nounits
+cap query_power_sampler "$smi" --query-gpu=power.draw,utilization.gpu,power.limit --format=csv,noheader,nounits
+cap smi_q_xml "$smi" -q -x
 cap err_unknown_option "$smi" --bogus
 cap err_topo_no_option "$smi" topo
 cap err_p2p_no_value "$smi" topo -p2p
@@ -85,5 +89,6 @@ EOF
 fi
 
 sed -i -E -e 's/GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/GPU-00000000-0000-0000-0000-000000000000/g' \
-  -e 's/(, |^)[0-9]{13}(, |$)/\10000000000000\2/g' "$out"/*.txt
+  -e 's/(, |^)[0-9]{13}(, |$)/\10000000000000\2/g' -e 's#<serial>[0-9]+</serial>#<serial>0000000000000</serial>#' \
+  -e 's#<pdi>0x[0-9a-f]+</pdi>#<pdi>0x0000000000000000</pdi>#' "$out"/*.txt
 exit 0

@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
+    NVIDIA_SMI_QUERY,
     GpuSampler,
     ServingBenchmarkError,
     bench_serving_argv,
@@ -304,3 +305,16 @@ def test_client_starts_no_request_after_the_time_limit(stub_server):
 def test_client_rejects_a_url_it_cannot_use(url):
     with pytest.raises(ServingBenchmarkError, match='base URL'):
         run_chat_benchmark(url, 'glm-5', 1, 1, 1, 1)
+
+
+def test_gpu_samples_of_a_real_h200_idle_and_under_a_matrix_product_load():
+    # What `nvidia-smi` printed for NVIDIA_SMI_QUERY on a one-GPU H200 (driver 580.159.04).
+    assert NVIDIA_SMI_QUERY == ['--query-gpu=power.draw,utilization.gpu,power.limit', '--format=csv,noheader,nounits']
+    idle = parse_gpu_sample(fixture('h200-2026-12-03/power_idle.csv'))
+    loaded = parse_gpu_sample(fixture('h200-2026-12-03/power_load_3.csv'))
+    assert idle == [{'power_w': 125.3, 'util_pct': 0.0, 'power_limit_w': 700.0}]
+    assert loaded == [{'power_w': 370.24, 'util_pct': 99.0, 'power_limit_w': 700.0}]
+    summary = summarize_gpu_samples([idle, loaded])
+    assert summary['samples'] == 2 and summary['power_limit_w'] == 700.0
+    assert summary['mean_power_w'] == 247.8 and summary['max_power_w'] == 370.2
+    assert summary['mean_util_pct'] == 49.5 and summary['power_fraction'] == 0.354
