@@ -157,7 +157,9 @@ def start_stream(host, name, max_tokens):
                        "messages": [{"role": "user", "content": "Write a long story."}]})
     request = ("curl -sN -H %s -H 'Content-Type: application/json' -d %s http://127.0.0.1:8000/v1/chat/completions"
                " > /root/%s.out 2>&1" % (shlex.quote("Authorization: Bearer " + API_KEY), shlex.quote(body), name))
-    host.run_expect([0], "rm -f /root/%s.out && setsid -f sh -c %s" % (name, shlex.quote(request)))
+    # Detached from the connection's pipes, so that this returns while the stream runs.
+    host.run_expect([0], "rm -f /root/%s.out && setsid -f sh -c %s </dev/null >/dev/null 2>&1"
+                    % (name, shlex.quote(request)))
 
 
 def stream_output(host, name):

@@ -50,19 +50,37 @@ def log(message):
 
 
 class InFlight:
-    """The requests the server holds, as SGLang's TokenizerManager.rid_to_state counts them."""
+    """The requests the server holds, as SGLang's TokenizerManager.rid_to_state keeps them."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self.count = 0
+        self._requests = {}
 
-    def __enter__(self):
+    @property
+    def count(self):
         with self._lock:
-            self.count += 1
+            return len(self._requests)
 
-    def __exit__(self, *_exc):
+    def describe(self):
+        """The requests held, as SGLang logs its remaining rids: what each is and for how long."""
+        now = time.monotonic()
         with self._lock:
-            self.count -= 1
+            return ", ".join("%s for %.1f s" % (what, now - since) for what, since in self._requests.values())
+
+    def hold(self, what):
+        """A context in which the request ``what`` (method and path) counts as held."""
+        requests, lock = self._requests, self._lock
+
+        class Held:
+            def __enter__(self):
+                with lock:
+                    requests[id(self)] = (what, time.monotonic())
+
+            def __exit__(self, *_exc):
+                with lock:
+                    requests.pop(id(self), None)
+
+        return Held()
 
 
 def drain_then_exit(server, state, poll):
@@ -73,7 +91,8 @@ def drain_then_exit(server, state, poll):
     state["draining"] = True
     log("SIGTERM received. Draining requests and shutting down...")
     while state["in_flight"].count > 0:
-        log("Gracefully exiting... Remaining number of requests %d." % state["in_flight"].count)
+        log("Gracefully exiting... Remaining number of requests %d: %s."
+            % (state["in_flight"].count, state["in_flight"].describe()))
         time.sleep(poll)
     server.shutdown()
 
@@ -478,12 +497,12 @@ def make_handler(state):
             self._send_json(404, {"error": "not found"})
 
         def do_POST(self):
-            with state["in_flight"]:
+            if self._answered_as_rank_above_0():
+                return
+            with state["in_flight"].hold("POST %s" % self.path):
                 self._post()
 
         def _post(self):
-            if self._answered_as_rank_above_0():
-                return
             if not self._authorized():
                 return
             if self.path != "/v1/chat/completions":
