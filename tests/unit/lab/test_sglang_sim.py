@@ -138,3 +138,31 @@ def test_sigterm_turns_health_to_503_and_exits_once_the_last_request_is_done():
     serving.join(5)
     assert not serving.is_alive()
     server.server_close()
+
+
+@pytest.mark.parametrize('has_ready, loaded, draining, status', [
+    (True, True, False, 200),
+    (True, False, False, 503),
+    (True, True, True, 503),
+    (False, True, False, 404),
+])
+def test_ready_is_answered_as_the_installed_release_answers_it(has_ready, loaded, draining, status):
+    import threading
+    import urllib.error
+    import urllib.request
+
+    state = {'node_rank': 0, 'api_key': None, 'metrics': None, 'ready': threading.Event(), 'draining': draining,
+             'in_flight': sim.InFlight(), 'has_ready': has_ready}
+    if loaded:
+        state['ready'].set()
+    server = sim.Server(('127.0.0.1', 0), sim.make_handler(state))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        urllib.request.urlopen('http://127.0.0.1:%d/ready' % server.server_address[1], timeout=5)
+        answered = 200
+    except urllib.error.HTTPError as exc:
+        answered = exc.code
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answered == status

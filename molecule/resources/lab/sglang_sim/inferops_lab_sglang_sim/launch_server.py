@@ -97,6 +97,21 @@ def drain_then_exit(server, state, poll):
     server.shutdown()
 
 
+def release_has_ready_endpoint():
+    """Whether the SGLang release installed beside the simulator serves /ready (0.5.23 does, 0.5.9 does
+    not): the simulator answers the endpoints of the release the role validated the flags against."""
+    try:
+        import importlib.metadata
+        version = importlib.metadata.version("sglang")
+    except Exception:
+        return False
+    numbers = []
+    for part in version.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        numbers.append(int(digits or 0))
+    return tuple(numbers) >= (0, 5, 23)
+
+
 def warm_kernel_cache():
     """Stand in for the kernels the real server compiles at start: the first start with a cache
     folder (SGLANG_CACHE_DIR) takes INFEROPS_LAB_SIM_COMPILE_SECONDS longer and leaves a file in
@@ -462,6 +477,10 @@ def make_handler(state):
         def do_GET(self):
             if self._answered_as_rank_above_0():
                 return
+            if self.path.split("?")[0] == "/ready" and state.get("has_ready"):
+                # SGLang 0.5.23: up, and neither paused nor draining.
+                self._send_json(200 if state["ready"].is_set() and not state["draining"] else 503, {})
+                return
             if self.path.startswith("/health"):
                 if state["draining"]:
                     self._send_json(503, {})
@@ -611,6 +630,7 @@ def main(argv=None):
         "node_rank": args.node_rank,
         "ready": threading.Event(),
         "draining": False,
+        "has_ready": release_has_ready_endpoint(),
         "in_flight": InFlight(),
         "kernel_cache": "none",
         "budget": TokenBudget(rate, load, os.environ.get("INFEROPS_LAB_SIM_SEED", "0"), noise),
