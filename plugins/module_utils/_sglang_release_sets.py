@@ -28,6 +28,8 @@ OVERRIDES = (
     ('sglang_torch_version', 'torch'),
 )
 NOTHING_CHANGED = 'Nothing was changed on this host.'
+# The endpoint that means ready where a set does not name one: every SGLang release has /health.
+DEFAULT_READY_PATH = '/health'
 
 
 class ReleaseSetError(ValueError):
@@ -82,6 +84,10 @@ def release_problems(name, release):
         problems.append('release set %s: cuda must be a CUDA release such as "12.8"' % name)
     if not re.match(r'^\d{3}$', str(release.get('driver_branch_min', ''))):
         problems.append('release set %s: driver_branch_min must be a driver branch such as "580"' % name)
+    ready_path = release.get('ready_path', DEFAULT_READY_PATH)
+    if not isinstance(ready_path, str) or not re.match(r'^/[A-Za-z0-9_/-]*$', ready_path):
+        problems.append('release set %s: ready_path must be a path of the server such as "/ready", got %r'
+                        % (name, ready_path))
     try:
         _specifier(release.get('python'))
     except ReleaseSetError as exc:
@@ -105,6 +111,7 @@ def release_set(name, sets):
     release['name'] = name
     release['packages'] = dict((str(package), str(version)) for package, version in release['packages'].items())
     release['kernel_package'] = [package for package in KERNEL_PACKAGES if package in release['packages']][0]
+    release['ready_path'] = release.get('ready_path', DEFAULT_READY_PATH)
     return release
 
 

@@ -10,6 +10,10 @@ that is still installed is a restart, not a reinstall. Old venvs are pruned by c
 that served most recently (the node's history says which, every deploy record naming its venv)
 stay, the one that serves now always.
 
+Each venv's compiled kernels (SGLANG_CACHE_DIR and the JIT caches the sglang role points into it)
+live in a folder of the same name under a second folder: they belong to exactly that venv's
+packages, survive its restarts and rollbacks, and go when the venv goes.
+
 Pure functions: the module inferops.serving.sglang_venvs reads the folder and acts on their answer.
 """
 
@@ -82,3 +86,15 @@ def prune_plan(venvs, served, keep, protected=()):
             kept.append(name)
     removed = [name for name in order if name not in kept]
     return kept, removed
+
+
+def stale_caches(caches, kept):
+    """The kernel cache folders to remove, sorted: every one whose venv does not stay (``kept``),
+    which takes the caches of the venvs pruned now and of venvs gone otherwise (removed by hand,
+    or by a run that stopped between a venv and its cache).
+
+    ``caches``: the folder names in the kernel cache folder. A name that cannot be a venv's
+    (a dot file, the removal prefix) is none of these folders and stays.
+    """
+    kept = set(kept)
+    return sorted(str(name) for name in caches or [] if VENV_NAME.match(str(name)) and name not in kept)

@@ -20,6 +20,8 @@ description:
     so a run killed half way never leaves a partial venv under a name the role would take for
     installed.
   - A folder in O(path) without C(pyvenv.cfg) is not a venv and is left alone.
+  - With O(caches_path), each venv's kernel cache folder there (of the venv's name) goes with its venv,
+    and so does the cache folder of a venv that is gone otherwise.
 author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
@@ -46,6 +48,11 @@ options:
     description: How many venvs stay, O(active) and O(protect) included; V(1) or more.
     type: int
     default: 2
+  caches_path:
+    description:
+      - The folder that holds one kernel cache folder per venv, named as the venv (C(SGLANG_CACHE_DIR) and the
+        JIT caches of role C(inferops.serving.sglang)). Omitted, no cache is touched.
+    type: path
 attributes:
   check_mode:
     description: Reports what it would note and remove.
@@ -86,11 +93,19 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs import (
     VenvError,
     prune_plan,
+    stale_caches,
     venv_names,
 )
 
 # A venv being removed is first renamed to this prefix and a later run finishes the removal.
 REMOVING_PREFIX = '.removing-'
+
+
+def folders(path):
+    """The names of the folders in ``path``; none when it does not exist."""
+    if not os.path.isdir(path):
+        return []
+    return sorted(name for name in os.listdir(path) if os.path.isdir(os.path.join(path, name)))
 
 
 def installed_venvs(path):
@@ -103,7 +118,9 @@ def installed_venvs(path):
     return venvs
 
 
-def remove_venv(path, name):
+def remove_folder(path, name):
+    """Remove the folder ``name`` of ``path``: renamed first, so that a run killed half way leaves no
+    partial venv or cache under a name that would be taken for whole."""
     doomed = os.path.join(path, REMOVING_PREFIX + name)
     os.rename(os.path.join(path, name), doomed)
     shutil.rmtree(doomed)
@@ -117,6 +134,7 @@ def main():
             served=dict(type='list', elements='str', default=[]),
             protect=dict(type='list', elements='str', default=[]),
             keep=dict(type='int', default=2),
+            caches_path=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -128,18 +146,22 @@ def main():
         kept, removed = prune_plan(venvs, venv_names(module.params['served'], path), module.params['keep'], protected)
     except VenvError as exc:
         module.fail_json(msg='%s: %s' % (path, exc), venvs=sorted(venvs))
-    leftovers = [name for name in (os.listdir(path) if os.path.isdir(path) else [])
-                 if name.startswith(REMOVING_PREFIX)]
-    changed = bool(removed) or bool(leftovers)
+    caches_path = module.params['caches_path']
+    removed_caches = stale_caches(folders(caches_path), kept) if caches_path else []
+    leftovers = [(folder, name) for folder in [path] + ([caches_path] if caches_path else [])
+                 for name in (os.listdir(folder) if os.path.isdir(folder) else []) if name.startswith(REMOVING_PREFIX)]
+    changed = bool(removed) or bool(removed_caches) or bool(leftovers)
     if changed and not module.check_mode:
         try:
             for name in removed:
-                remove_venv(path, name)
-            for name in leftovers:
-                shutil.rmtree(os.path.join(path, name))
+                remove_folder(path, name)
+            for name in removed_caches:
+                remove_folder(caches_path, name)
+            for folder, name in leftovers:
+                shutil.rmtree(os.path.join(folder, name))
         except (IOError, OSError) as exc:
             module.fail_json(msg='cannot prune the venvs of %s: %s' % (path, exc), venvs=sorted(venvs))
-    module.exit_json(changed=changed, venvs=sorted(venvs), kept=kept, removed=removed)
+    module.exit_json(changed=changed, venvs=sorted(venvs), kept=kept, removed=removed, removed_caches=removed_caches)
 
 
 if __name__ == '__main__':

@@ -6,6 +6,8 @@ each one leaves the node serving the converge configuration again.
 """
 
 import json
+import shlex
+import time
 
 import pytest
 from lab_playbooks import recap_changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
@@ -19,6 +21,9 @@ SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_
 # Where the lab's nvidia-smi reads planted GPU faults, and the lab's kernel log (sim/nvidia-smi).
 GPU_FAULTS = "/run/inferops-lab/gpu-faults.json"
 KERNEL_LOG = "/run/inferops-lab/kernel.log"
+# converge.yml: the venv's kernel cache, and sglang_server_stop_timeout 8 plus the server's 25 s shutdown.
+KERNEL_CACHE = "/var/cache/sglang/lab-venv"
+STOP_BOUND_S = 33
 
 
 def converge(extra_vars=None):
@@ -130,6 +135,85 @@ def test_port_answers_and_requires_the_api_key(host):
     assert host.socket("tcp://0.0.0.0:8000").is_listening
     assert curl(host, "/health").stdout.endswith("200")
     assert curl(host, "/v1/models").stdout.endswith("401")
+    assert_serving(host)
+
+
+def server_info(host):
+    return json.loads(curl(host, "/server_info", API_KEY).stdout.rsplit("\n", 1)[0])
+
+
+def timed_restart(host):
+    """Seconds `systemctl restart` took: the stop (waiting for the requests) and the start until /health."""
+    # A restart by hand counts against the unit's StartLimitBurst, as a crash does.
+    host.run_expect([0], "systemctl reset-failed sglang.service")
+    started = time.monotonic()
+    host.run_expect([0], "systemctl restart sglang.service")
+    return time.monotonic() - started
+
+
+def start_stream(host, name, max_tokens):
+    """A streaming chat request from the node, in the background, its events written to /root/NAME.out."""
+    body = json.dumps({"model": "glm-5", "stream": True, "max_tokens": max_tokens,
+                       "messages": [{"role": "user", "content": "Write a long story."}]})
+    request = ("curl -sN -H %s -H 'Content-Type: application/json' -d %s http://127.0.0.1:8000/v1/chat/completions"
+               " > /root/%s.out 2>&1" % (shlex.quote("Authorization: Bearer " + API_KEY), shlex.quote(body), name))
+    # Detached from the connection's pipes, so that this returns while the stream runs.
+    host.run_expect([0], "rm -f /root/%s.out && setsid -f sh -c %s </dev/null >/dev/null 2>&1"
+                    % (name, shlex.quote(request)))
+
+
+def stream_output(host, name):
+    return host.file("/root/%s.out" % name).content_string
+
+
+def wait_until_streaming(host, names, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not all("data: " in stream_output(host, name) for name in names):
+        assert time.monotonic() < deadline, [stream_output(host, name)[-300:] for name in names]
+        time.sleep(0.2)
+
+
+def test_compiled_kernels_survive_a_restart_in_the_venvs_kernel_cache(host):
+    text = host.file(UNIT).content_string
+    read_write = [line for line in text.splitlines() if line.startswith("ReadWritePaths=")][0].split("=", 1)[1].split()
+    assert KERNEL_CACHE in read_write
+    assert "SGLANG_CACHE_DIR=\"%s\"" % KERNEL_CACHE in host.file(ENV_FILE).content_string
+    assert server_info(host)["kernel_cache"] in ("compiled", "reused")
+    timed_restart(host)
+    # The simulator compiles its stand-in kernels only when the cache does not hold them.
+    assert server_info(host)["kernel_cache"] == "reused", journal(host)
+    kernel = host.file(KERNEL_CACHE + "/triton/inferops-lab-sim/kernel.cubin")
+    assert kernel.exists and kernel.user == "sglang"
+
+
+def test_a_restart_lets_streaming_requests_finish_within_the_stop_bound(host):
+    assert "TimeoutStopSec=%d" % STOP_BOUND_S in host.file(UNIT).content_string.splitlines()
+    # Three streams that share the simulated rate for about 5 s: the restart comes while they run.
+    max_tokens = int(server_info(host)["rate_tok_s"] * 5 / 3)
+    names = ["stream-%d" % number for number in range(3)]
+    for name in names:
+        start_stream(host, name, max_tokens)
+    wait_until_streaming(host, names)
+    assert not any("[DONE]" in stream_output(host, name) for name in names)
+    took = timed_restart(host)
+    for name in names:
+        output = stream_output(host, name)
+        assert output.rstrip().endswith("data: [DONE]"), output[-500:]
+        assert '"finish_reason": "length"' in output
+    assert 2 < took < STOP_BOUND_S, journal(host)
+    assert "Draining requests" in journal(host)
+    assert_serving(host)
+
+
+def test_a_request_that_outlives_the_stop_bound_is_cut_when_the_bound_ends(host):
+    # About 60 s of tokens: longer than the 33 s systemd allows the stop.
+    start_stream(host, "outlives", int(server_info(host)["rate_tok_s"] * 60))
+    wait_until_streaming(host, ["outlives"])
+    took = timed_restart(host)
+    output = stream_output(host, "outlives")
+    assert "[DONE]" not in output and "data: " in output
+    assert STOP_BOUND_S <= took < STOP_BOUND_S + 20, journal(host)
+    assert "State 'stop-sigterm' timed out" in host.run("journalctl -u sglang.service -n 200 --no-pager").stdout
     assert_serving(host)
 
 

@@ -95,3 +95,74 @@ def test_a_rank_above_0_answers_only_health_as_sglang_does(rank_1_server):
     assert _status(rank_1_server + "/v1/models") == 404
     assert _status(rank_1_server + "/metrics") == 404
     assert _status(rank_1_server + "/v1/chat/completions", "POST") == 404
+
+
+def test_the_first_start_with_a_kernel_cache_compiles_and_later_starts_reuse(tmp_path, monkeypatch):
+    monkeypatch.delenv('TRITON_CACHE_DIR', raising=False)
+    monkeypatch.delenv('SGLANG_CACHE_DIR', raising=False)
+    assert sim.warm_kernel_cache() == 'none'
+    monkeypatch.setenv('SGLANG_CACHE_DIR', str(tmp_path))
+    assert sim.warm_kernel_cache() == 'compiled'
+    assert (tmp_path / 'triton' / 'inferops-lab-sim' / 'kernel.cubin').is_file()
+    assert sim.warm_kernel_cache() == 'reused'
+
+
+def test_sigterm_turns_health_to_503_and_exits_once_the_last_request_is_done():
+    import threading
+    import time
+    import urllib.error
+    import urllib.request
+
+    state = {'node_rank': 0, 'api_key': None, 'metrics': None, 'ready': threading.Event(), 'draining': False,
+             'in_flight': sim.InFlight()}
+    state['ready'].set()
+    server = sim.Server(('127.0.0.1', 0), sim.make_handler(state))
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    url = 'http://127.0.0.1:%d/health' % server.server_address[1]
+    assert urllib.request.urlopen(url, timeout=5).status == 200
+    # A request in flight, as a stream being generated holds it.
+    held = state['in_flight'].hold('POST /v1/chat/completions')
+    held.__enter__()
+    drain = threading.Thread(target=sim.drain_then_exit, args=(server, state, 0.05), daemon=True)
+    drain.start()
+    time.sleep(0.3)
+    with pytest.raises(urllib.error.HTTPError) as answer:
+        urllib.request.urlopen(url, timeout=5)
+    assert answer.value.code == 503
+    # No bound of its own: the server waits for as long as the request runs.
+    assert serving.is_alive() and drain.is_alive()
+    assert 'POST /v1/chat/completions for ' in state['in_flight'].describe()
+    held.__exit__(None, None, None)
+    drain.join(5)
+    serving.join(5)
+    assert not serving.is_alive()
+    server.server_close()
+
+
+@pytest.mark.parametrize('has_ready, loaded, draining, status', [
+    (True, True, False, 200),
+    (True, False, False, 503),
+    (True, True, True, 503),
+    (False, True, False, 404),
+])
+def test_ready_is_answered_as_the_installed_release_answers_it(has_ready, loaded, draining, status):
+    import threading
+    import urllib.error
+    import urllib.request
+
+    state = {'node_rank': 0, 'api_key': None, 'metrics': None, 'ready': threading.Event(), 'draining': draining,
+             'in_flight': sim.InFlight(), 'has_ready': has_ready}
+    if loaded:
+        state['ready'].set()
+    server = sim.Server(('127.0.0.1', 0), sim.make_handler(state))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        urllib.request.urlopen('http://127.0.0.1:%d/ready' % server.server_address[1], timeout=5)
+        answered = 200
+    except urllib.error.HTTPError as exc:
+        answered = exc.code
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert answered == status

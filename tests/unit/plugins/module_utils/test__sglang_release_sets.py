@@ -127,6 +127,8 @@ def test_sets_sort_by_sglang_version():
     ({'packages': {'sglang': '0.5.23', 'flashinfer-python': '0.7.2', 'torch': '2.14.1'}}, 'exactly one of sgl-kernel'),
     ({'packages': {'sglang': '0.5.23', 'flashinfer-python': '0.7.2', 'torch': 2.14, 'sgl-kernel': '1'}}, 'torch is 2.14'),
     ({'packages': {'sglang': '0.5.22', 'flashinfer-python': '0.7.2', 'torch': '2.1', 'sgl-kernel': '1'}}, 'pins sglang 0.5.22'),
+    ({'ready_path': 'ready'}, 'ready_path must be a path of the server'),
+    ({'ready_path': None}, 'ready_path must be a path of the server'),
 ])
 def test_an_incomplete_set_is_named_with_what_it_lacks(broken, words):
     release = dict(SETS['0.5.23'], **broken)
@@ -220,3 +222,12 @@ def test_the_readme_table_lists_every_set_as_shipped():
     assert rows['CUDA toolkit'] == [SETS[name]['cuda'] for name in names]
     assert rows['lowest driver branch'] == [SETS[name]['driver_branch_min'] for name in names]
     assert rows['Python'] == [SETS[name]['python'] for name in names]
+
+
+def test_each_release_says_which_endpoint_means_ready():
+    # 0.5.23 serves /ready (up, not paused, not draining); 0.5.9 has none.
+    assert release_set('0.5.23', SETS)['ready_path'] == '/ready'
+    assert release_set('0.5.9', SETS)['ready_path'] == '/health'
+    # A set of the inventory's own that names none is polled on /health, which every release has.
+    own = dict((key, value) for key, value in SETS['0.5.23'].items() if key != 'ready_path')
+    assert release_set('0.5.23', {'0.5.23': own})['ready_path'] == '/health'

@@ -9,6 +9,7 @@ import pytest
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs import (
     VenvError,
     prune_plan,
+    stale_caches,
     venv_name,
     venv_names,
 )
@@ -89,3 +90,12 @@ def test_keep_must_be_a_count(keep):
 def test_a_protected_name_that_is_no_venv_is_refused_before_anything_is_removed():
     with pytest.raises(VenvError, match='typo is not a venv of the folder'):
         prune_plan({'a': 1.0, 'b': 2.0}, [], 1, ['typo'])
+
+
+def test_a_kernel_cache_goes_when_its_venv_does_not_stay():
+    caches = ['0.5.9-aaaaaaaa', '0.5.23-bbbbbbbb', '0.5.23-cccccccc', '.removing-0.5.9-dddddddd', 'gone-eeeeeeee']
+    kept = ['0.5.23-bbbbbbbb', '0.5.9-aaaaaaaa']
+    # 0.5.23-cccccccc's venv was pruned now, gone-eeeeeeee's earlier; a removal in progress is not a cache.
+    assert stale_caches(caches, kept) == ['0.5.23-cccccccc', 'gone-eeeeeeee']
+    assert stale_caches(caches, kept + ['0.5.23-cccccccc', 'gone-eeeeeeee']) == []
+    assert stale_caches([], kept) == []

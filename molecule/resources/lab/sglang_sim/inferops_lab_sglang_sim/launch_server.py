@@ -9,6 +9,7 @@ import math
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -46,6 +47,89 @@ class Server(ThreadingHTTPServer):
 
 def log(message):
     print("[sglang-sim] %s" % message, flush=True)
+
+
+class InFlight:
+    """The requests the server holds, as SGLang's TokenizerManager.rid_to_state keeps them."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._requests = {}
+
+    @property
+    def count(self):
+        with self._lock:
+            return len(self._requests)
+
+    def describe(self):
+        """The requests held, as SGLang logs its remaining rids: what each is and for how long."""
+        now = time.monotonic()
+        with self._lock:
+            return ", ".join("%s for %.1f s" % (what, now - since) for what, since in self._requests.values())
+
+    def hold(self, what):
+        """A context in which the request ``what`` (method and path) counts as held."""
+        requests, lock = self._requests, self._lock
+
+        class Held:
+            def __enter__(self):
+                with lock:
+                    requests[id(self)] = (what, time.monotonic())
+
+            def __exit__(self, *_exc):
+                with lock:
+                    requests.pop(id(self), None)
+
+        return Held()
+
+
+def drain_then_exit(server, state, poll):
+    """SIGTERM as SGLang 0.5.9 and 0.5.23 take it (TokenizerManager.sigterm_handler and
+    sigterm_watchdog): /health answers 503 from now on, and the process exits once no request is
+    left, looking every ``poll`` seconds (SGLang: 5), with no time limit of its own; systemd's
+    TimeoutStopSec is the bound."""
+    state["draining"] = True
+    log("SIGTERM received. Draining requests and shutting down...")
+    while state["in_flight"].count > 0:
+        log("Gracefully exiting... Remaining number of requests %d: %s."
+            % (state["in_flight"].count, state["in_flight"].describe()))
+        time.sleep(poll)
+    server.shutdown()
+
+
+def release_has_ready_endpoint():
+    """Whether the SGLang release installed beside the simulator serves /ready (0.5.23 does, 0.5.9 does
+    not): the simulator answers the endpoints of the release the role validated the flags against."""
+    try:
+        import importlib.metadata
+        version = importlib.metadata.version("sglang")
+    except Exception:
+        return False
+    numbers = []
+    for part in version.split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        numbers.append(int(digits or 0))
+    return tuple(numbers) >= (0, 5, 23)
+
+
+def warm_kernel_cache():
+    """Stand in for the kernels the real server compiles at start: the first start with a cache
+    folder (SGLANG_CACHE_DIR) takes INFEROPS_LAB_SIM_COMPILE_SECONDS longer and leaves a file in
+    it, later starts find it. Returns "compiled", "reused", or "none" without a cache folder."""
+    folder = os.environ.get("SGLANG_CACHE_DIR")
+    if not folder:
+        return "none"
+    marker = os.path.join(os.environ.get("TRITON_CACHE_DIR") or os.path.join(folder, "triton"),
+                          "inferops-lab-sim", "kernel.cubin")
+    if os.path.isfile(marker):
+        log("compiled kernels found in %s" % marker)
+        return "reused"
+    time.sleep(float(os.environ.get("INFEROPS_LAB_SIM_COMPILE_SECONDS", "0")))
+    os.makedirs(os.path.dirname(marker), exist_ok=True)
+    with open(marker, "wb") as handle:
+        handle.write(b"\0" * 4096)
+    log("compiled kernels into %s" % marker)
+    return "compiled"
 
 
 def parse_args(argv):
@@ -393,8 +477,14 @@ def make_handler(state):
         def do_GET(self):
             if self._answered_as_rank_above_0():
                 return
+            if self.path.split("?")[0] == "/ready" and state.get("has_ready"):
+                # SGLang 0.5.23: up, and neither paused nor draining.
+                self._send_json(200 if state["ready"].is_set() and not state["draining"] else 503, {})
+                return
             if self.path.startswith("/health"):
-                if state["ready"].is_set():
+                if state["draining"]:
+                    self._send_json(503, {})
+                elif state["ready"].is_set():
                     self._send_json(200, {})
                 else:
                     self._send_json(503, {"error": "server is loading"})
@@ -420,13 +510,18 @@ def make_handler(state):
                      "max_model_len": 202752}]})
                 return
             if self.path == "/server_info":
-                self._send_json(200, {"simulator": True, "rate_tok_s": state["budget"].rate, **state["info"]})
+                self._send_json(200, {"simulator": True, "rate_tok_s": state["budget"].rate,
+                                      "kernel_cache": state["kernel_cache"], **state["info"]})
                 return
             self._send_json(404, {"error": "not found"})
 
         def do_POST(self):
             if self._answered_as_rank_above_0():
                 return
+            with state["in_flight"].hold("POST %s" % self.path):
+                self._post()
+
+        def _post(self):
             if not self._authorized():
                 return
             if self.path != "/v1/chat/completions":
@@ -534,6 +629,10 @@ def main(argv=None):
         "api_key": args.api_key,
         "node_rank": args.node_rank,
         "ready": threading.Event(),
+        "draining": False,
+        "has_ready": release_has_ready_endpoint(),
+        "in_flight": InFlight(),
+        "kernel_cache": "none",
         "budget": TokenBudget(rate, load, os.environ.get("INFEROPS_LAB_SIM_SEED", "0"), noise),
         "metrics": Metrics(served, args.max_running_requests) if args.enable_metrics else None,
         "diverge_at": int(diverge) if diverge not in (None, "") else None,
@@ -555,10 +654,15 @@ def main(argv=None):
             log("INFEROPS_LAB_SIM_NEVER_HEALTHY=1: /health will stay 503")
             return
         time.sleep(float(os.environ.get("INFEROPS_LAB_SIM_LOAD_SECONDS", "3")))
+        state["kernel_cache"] = warm_kernel_cache()
         state["ready"].set()
         log("The server is fired up and ready to roll!")
 
     threading.Thread(target=load_model, daemon=True).start()
+    # The real server looks every 5 s; the lab looks more often so that its many restarts stay short.
+    poll = float(os.environ.get("INFEROPS_LAB_SIM_DRAIN_POLL_SECONDS", "0.5"))
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: threading.Thread(
+        target=drain_then_exit, args=(server, state, poll), daemon=True).start())
     log("listening on %s:%d" % (args.host, args.port))
     try:
         server.serve_forever()
