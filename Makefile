@@ -41,7 +41,7 @@ export ANSIBLE_FORCE_COLOR ?= 0
 export PY_COLORS ?= 0
 export LAB_IMAGE LAB_BAKED_IMAGE
 
-.PHONY: help venv docker lab-image lab-baked-image lab-node lab-destroy demo lint yamllint ansible-lint roles-lint sanity \
+.PHONY: help venv docker lab-image lab-baked-image lab-node lab-destroy lab-vm lab-vm-stop demo lint yamllint ansible-lint roles-lint sanity \
         unit collection-test changelog-lint core-matrix \
         $(CORE_MATRIX_VENVS) $(CORE_MATRIX_SANITY) $(CORE_MATRIX_UNIT) checks molecule test bench clean
 
@@ -49,6 +49,7 @@ help:
 	@echo "make demo   - deploy the full stack to the local lab node gpu-node"
 	@echo "make test   - yamllint, ansible-lint, ansible-test sanity, pytest, molecule (sanity and unit tests also on ansible-core 2.20, 2.21)"
 	@echo "make bench  - benchmark table (lab node)"
+	@echo "make lab-vm - start a QEMU guest with its own kernel, reached over SSH as a sudoer"
 
 $(BIN)/.installed: requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { \
@@ -77,6 +78,15 @@ lab-node: venv lab-image
 
 lab-destroy: venv
 	@$(BIN)/ansible-playbook molecule/resources/lab/lab-node.yml -e lab_node_name=$(LAB_NODE) -e lab_node_state=absent
+
+# A Debian 12 guest with its own kernel under QEMU, reached over SSH as an unprivileged sudoer
+# (molecule/resources/lab-vm/): what a container cannot do, kernel modules and reboots.
+LAB_VM ?= lab-vm
+lab-vm:
+	@molecule/resources/lab-vm/start-vm.sh start $(LAB_VM)
+
+lab-vm-stop:
+	@molecule/resources/lab-vm/start-vm.sh stop $(LAB_VM)
 
 demo: lab-node
 	$(BIN)/ansible-playbook deploy.yml -l $(LAB_NODE)
