@@ -14,11 +14,11 @@ from ansible_collections.inferops.serving.plugins.module_utils._report import (
     layout_labels,
     link_class,
     redact,
-    report_view,
     throughput_chart_svg,
     topology_grid,
     topology_text,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._report_view import report_view
 
 SVG = '{http://www.w3.org/2000/svg}'
 T0 = 1771509223.0
@@ -145,7 +145,6 @@ def test_redact_masks_every_name_the_input_check_calls_a_secret():
 
 
 def test_the_report_card_shows_the_running_configuration_else_the_last_baseline():
-    from ansible_collections.inferops.serving.plugins.module_utils._report import report_view
     records = [
         {'event': 'deploy', 'fingerprint': 'a', 'experiment': None},
         {'event': 'benchmark', 'fingerprint': 'a', 'experiment': None, 'metrics': {'output_throughput': 1867.0}},
