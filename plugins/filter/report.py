@@ -10,11 +10,11 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.inferops.serving.plugins.module_utils._report import (
     ReportError,
     redact,
-    report_view,
     throughput_chart_svg,
     topology_grid,
     topology_text,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._report_view import report_view
 
 
 def _guarded(function):

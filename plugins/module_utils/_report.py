@@ -46,6 +46,7 @@ _OUTCOME_COLOURS = {'kept': '#2e7d32', 'rolled_back': '#c62828', 'refused': '#75
 _BASELINE = '#1565c0'
 _EXPERIMENT = '#ef6c00'
 _POWER = '#8d6e63'
+_CAMPAIGN = '#6a1b9a'
 
 
 def _esc(text):
@@ -226,12 +227,86 @@ def _markers(records):
         if event == 'experiment':
             outcome = record.get('outcome') or 'kept'
             markers.append({'epoch': float(record['epoch']), 'colour': _OUTCOME_COLOURS.get(outcome, '#6a1b9a'),
-                            'label': '%s: %s' % (record.get('experiment') or 'experiment', outcome.replace('_', ' ')),
+                            'label': '%s: %s' % (record.get('experiment') or 'experiment', outcome_words(record)),
                             'dash': ''})
         elif event == 'rollback':
             markers.append({'epoch': float(record['epoch']), 'colour': _OUTCOME_COLOURS['rolled_back'],
                             'label': 'rollback to baseline', 'dash': '6 4'})
+        elif event == 'campaign':
+            markers.append({'epoch': float(record['epoch']), 'colour': _CAMPAIGN,
+                            'label': 'campaign %s: %s' % (record.get('campaign') or '', kept_words(record.get('kept'))),
+                            'dash': '2 3'})
     return markers
+
+
+def outcome_words(record):
+    """An experiment's outcome as a person says it: a failed converge is not a measured regression."""
+    outcome = record.get('outcome') or 'kept'
+    if outcome == 'rolled_back' and record.get('reason') in ('failed', 'unhealthy', 'no_result'):
+        return {'failed': 'failed, rolled back', 'unhealthy': 'unhealthy, rolled back',
+                'no_result': 'no result, rolled back'}[record['reason']]
+    return outcome.replace('_', ' ')
+
+
+def kept_words(kept):
+    if not kept:
+        return 'baseline kept'
+    if isinstance(kept, (list, tuple)):
+        return 'kept ' + ', '.join('%s' % k for k in kept)
+    return 'kept %s' % (kept,)
+
+
+# Width of one character of the chart's bold 12 px labels, on the wide side so that a label never
+# takes less room than the browser draws (Chromium draws system-ui bold 12 px at 6.2-7.3 px).
+LABEL_CHAR_W = 7.5
+LABEL_GAP = 8.0
+LABEL_ROW_H = 16
+
+
+def layout_labels(positions, widths, low, high, gap=LABEL_GAP):
+    """Rows and anchors for event labels so that no label overprints another label or line.
+
+    ``positions`` are the x of each event's line, ``widths`` each label's width; labels stay
+    within ``low``..``high``. Row 0 is nearest the plot, and an event's line runs from its label
+    down through the rows below it. A label starts just right of its line, or ends just left of
+    it where it would run past ``high``, and takes the first row where it keeps ``gap`` from every
+    label and every line already there while its own line crosses no label below it. Returns, per
+    label, ``(row, anchor, text_x, left, right)``; anchor is ``start`` or ``end``.
+    """
+    labels = []  # per row, the (left, right) spans of its labels
+    lines = []   # per row, the x of the lines that cross it
+    placed = [None] * len(positions)
+    for index in sorted(range(len(positions)), key=lambda i: positions[i]):
+        x, width = positions[index], widths[index]
+        if x + 4 + width <= high or x - 4 - width < low:
+            anchor, left = 'start', max(low, min(x + 4, high - width))
+            text_x = left
+        else:
+            anchor, left, text_x = 'end', x - 4 - width, x - 4
+        right = left + width
+        labels.append([])
+        lines.append([])
+
+        def fits(row):
+            return (all(right + gap <= a or left >= b + gap for a, b in labels[row])
+                    and all(line < left - gap or line > right + gap for line in lines[row]))
+
+        def crosses_nothing(row):
+            return all(all(x < a - gap or x > b + gap for a, b in labels[below]) for below in range(row))
+
+        # A row where the label fits and its line passes no label below; else (a label below already
+        # covers this x, so every row above it is crossed) the first row where the label fits.
+        # The empty row appended above always fits.
+        candidates = [row for row in range(len(labels)) if fits(row)]
+        row = next((r for r in candidates if crosses_nothing(r)), candidates[0])
+        labels[row].append((left, right))
+        for below in range(row):
+            lines[below].append(x)
+        placed[index] = (row, anchor, text_x, left, right)
+        while labels and not labels[-1]:
+            labels.pop()
+            lines.pop()
+    return placed
 
 
 def throughput_chart_svg(records, width=900, height=360):
@@ -241,31 +316,41 @@ def throughput_chart_svg(records, width=900, height=360):
     points = _benchmarks(records)
     markers = _markers(records)
     deploys = [float(r['epoch']) for r in records if r.get('event') == 'deploy' and r.get('epoch') is not None]
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" role="img" '
-           'aria-label="Output throughput over time" font-family="system-ui, sans-serif" font-size="12">'
-           % (width, height)]
+    head = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="100%%" role="img" '
+            'aria-label="Output throughput over time" font-family="system-ui, sans-serif" font-size="12">')
+    out = [head % (width, height)]
     if not points:
         out.append('<text x="%d" y="%d" text-anchor="middle" fill="#666" font-size="15">No benchmark '
                    'recorded yet: run playbooks/experiment.yml or playbooks/benchmark.yml.</text></svg>'
                    % (width // 2, height // 2))
         return ''.join(out)
+    out = []
 
-    left, right, top, bottom = 70, 70, 60, 50
-    plot_w, plot_h = width - left - right, height - top - bottom
+    left, right, bottom = 70, 70, 50
+    plot_w = width - left - right
     times = [p['epoch'] for p in points] + [m['epoch'] for m in markers] + deploys
     t0, t1 = min(times), max(times)
     if t1 - t0 < 60:
         t0, t1 = t0 - 30, t1 + 30
     pad = (t1 - t0) * 0.04
     t0, t1 = t0 - pad, t1 + pad
+
+    def x(epoch):
+        return left + (epoch - t0) / (t1 - t0) * plot_w
+
+    # Event labels stand in rows above the plot, as many rows as close events need; the plot
+    # keeps its height and the chart grows.
+    placed = layout_labels([x(m['epoch']) for m in markers], [LABEL_CHAR_W * len(m['label']) for m in markers],
+                           4, width - 4)
+    label_rows = max([p[0] for p in placed] + [-1]) + 1
+    top = 40 + LABEL_ROW_H * label_rows + 8
+    plot_h = height - 60 - bottom
+    height = top + plot_h + bottom
     y_step = _nice_step(max(p['throughput'] for p in points) * 1.15)
     y_max = y_step * math.ceil(max(p['throughput'] for p in points) * 1.15 / y_step)
     powers = [p['power'] for p in points if p['power'] is not None]
     limits = [p['limit'] for p in points if p['limit']]
     p_max = max(limits) if limits else (max(powers) * 1.25 if powers else None)
-
-    def x(epoch):
-        return left + (epoch - t0) / (t1 - t0) * plot_w
 
     def y(value):
         return top + plot_h - value / y_max * plot_h
@@ -311,16 +396,15 @@ def throughput_chart_svg(records, width=900, height=360):
     for epoch in deploys:
         out.append('<path d="M%.1f %d l-5 9 h10 z" fill="#9e9e9e"><title>deploy %s</title></path>'
                    % (x(epoch), top + plot_h - 9, _esc(_time_label(epoch, 0))))
-    # Experiment and rollback markers, labels staggered so neighbours stay readable.
-    for n, marker in enumerate(markers):
+    # Experiment, rollback and campaign markers: a line from the event's label row down through the plot.
+    for marker, (row, anchor, text_x, _left, _right) in zip(markers, placed):
         mx = x(marker['epoch'])
+        baseline_y = top - 8 - LABEL_ROW_H * row
         out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2"%s/>'
-                   % (mx, top, mx, top + plot_h, marker['colour'],
+                   % (mx, baseline_y - 11, mx, top + plot_h, marker['colour'],
                       ' stroke-dasharray="%s"' % marker['dash'] if marker['dash'] else ''))
-        anchor = 'end' if mx > left + plot_w * 0.7 else 'start'
-        offset = -4 if anchor == 'end' else 4
-        out.append('<text x="%.1f" y="%d" text-anchor="%s" fill="%s" font-weight="600">%s</text>'
-                   % (mx + offset, top + 14 + 15 * (n % 3), anchor, marker['colour'], _esc(marker['label'])))
+        out.append('<text class="event-label" x="%.1f" y="%d" text-anchor="%s" fill="%s" font-weight="600">%s</text>'
+                   % (text_x, baseline_y, anchor, marker['colour'], _esc(marker['label'])))
     # Power line under the throughput series.
     if powers:
         path = ['%s%.1f %.1f' % ('M' if i == 0 else 'L', x(p['epoch']), y_power(p['power']))
@@ -336,6 +420,7 @@ def throughput_chart_svg(records, width=900, height=360):
         path = ['%s%.1f %.1f' % ('M' if i == 0 else 'L', x(p['epoch']), y(p['throughput']))
                 for i, p in enumerate(baseline)]
         out.append('<path d="%s" fill="none" stroke="%s" stroke-width="2"/>' % (' '.join(path), _BASELINE))
+    shown = []  # boxes of the value labels drawn: a label that would overprint one is left to the tooltip
     for p in points:
         colour = _EXPERIMENT if p['experiment'] else _BASELINE
         title = '%s: %s tok/s' % (p['experiment'] or 'baseline', '{0:,.1f}'.format(p['throughput']))
@@ -346,10 +431,16 @@ def throughput_chart_svg(records, width=900, height=360):
             title += ' +/- %s over %s runs (min %s, max %s)' % (p['stdev'], p['runs'], p['low'], p['high'])
         out.append(_symbol('diamond' if p['experiment'] else 'circle', x(p['epoch']), y(p['throughput']),
                            colour, size=6, title=title))
-        out.append('<text x="%.1f" y="%.1f" text-anchor="middle" fill="%s" font-weight="600">%s</text>'
-                   % (x(p['epoch']), y(p['throughput']) - 11, colour, '{0:,.0f}'.format(p['throughput'])))
+        text = '{0:,.0f}'.format(p['throughput'])
+        half = LABEL_CHAR_W * len(text) / 2.0
+        box = (x(p['epoch']) - half, x(p['epoch']) + half, y(p['throughput']) - 23, y(p['throughput']) - 9)
+        if any(box[0] < b[1] and b[0] < box[1] and box[2] < b[3] and b[2] < box[3] for b in shown):
+            continue
+        shown.append(box)
+        out.append('<text class="value-label" x="%.1f" y="%.1f" text-anchor="middle" fill="%s" font-weight="600">%s</text>'
+                   % (x(p['epoch']), y(p['throughput']) - 11, colour, text))
     out.append('</svg>')
-    return ''.join(out)
+    return head % (width, height) + ''.join(out)
 
 
 def _symbol(shape, cx, cy, colour, size=5, title=None):
@@ -362,30 +453,3 @@ def _symbol(shape, cx, cy, colour, size=5, title=None):
                    colour, tip))
     return '<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s">%s</rect>' % (
         cx - size, cy - size, 2 * size, 2 * size, colour, tip)
-
-
-def report_view(records, latest):
-    """What the report's cards show, picked from the node's history.
-
-    The card shows the server as it runs now: the newest benchmark of the deployed configuration
-    (same fingerprint), else the newest baseline one; a rolled-back experiment's result is only
-    in the chart.
-    """
-    latest = latest or {}
-    deploy = latest.get('deploy') or {}
-    benchmarks = [r for r in records or [] if r.get('event') == 'benchmark']
-    fingerprint = deploy.get('fingerprint') or ''
-    current = [r for r in benchmarks if 'fingerprint' in r and r['fingerprint'] == fingerprint]
-    baselines = [r for r in benchmarks if not r.get('experiment')]
-    last_bench = current[-1] if current else (baselines[-1] if baselines else None)
-    metrics = (last_bench or {}).get('metrics') or {}
-    return {
-        'deploy': deploy,
-        'server': deploy.get('server') or {},
-        'last_bench': last_bench,
-        'bench_is_current': bool(current),
-        'metrics': metrics,
-        'gpu': metrics.get('gpu') or {},
-        'last_experiment': latest.get('experiment'),
-        'running_experiment': deploy.get('experiment'),
-    }

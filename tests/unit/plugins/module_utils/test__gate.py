@@ -4,6 +4,9 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+import re
+
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import ExperimentError, decide, noise
@@ -137,3 +140,35 @@ def test_changed_answers_roll_back_a_faster_experiment_first():
 def test_bad_gate_settings_say_what_is_allowed(kwargs, message):
     with pytest.raises(ExperimentError, match=message):
         decide(SEED_BASELINE, SEED_FUSION, 0.1, True, **kwargs)
+
+
+README = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'README.md')
+README_RUNS = re.compile(r'^    baseline runs ([\d ]+) tok/s, experiment runs ([\d ]+) tok/s')
+
+
+def _runs(throughputs):
+    return summarize_repeats([{'output_throughput': tp, 'completed': 64, 'failed': 0, 'duration_s': 2.0,
+                               'total_output_tokens': int(tp * 2)} for tp in throughputs])
+
+
+def readme_gate_examples():
+    """The README's gate examples: (baseline runs, experiment runs, verdict line, message line)."""
+    with open(README) as handle:
+        lines = handle.read().splitlines()
+    examples = []
+    for n, line in enumerate(lines):
+        match = README_RUNS.match(line)
+        if match:
+            examples.append(([float(v) for v in match.group(1).split()], [float(v) for v in match.group(2).split()],
+                             lines[n + 1], lines[n + 2]))
+    return examples
+
+
+def test_the_readme_gate_examples_are_what_the_gate_prints():
+    examples = readme_gate_examples()
+    assert len(examples) == 2
+    for baseline_runs, experiment_runs, verdict_line, message_line in examples:
+        # No GPU power in the example: the message then carries throughput alone.
+        decision = decide(_runs(baseline_runs), _runs(experiment_runs), 0.1, True)
+        assert verdict_line == '    -> %s' % decision['verdict']
+        assert message_line == '       %s' % decision['message']

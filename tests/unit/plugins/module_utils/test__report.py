@@ -8,14 +8,17 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._report import (
+    LABEL_GAP,
     REDACTED,
     ReportError,
+    layout_labels,
     link_class,
     redact,
     throughput_chart_svg,
     topology_grid,
     topology_text,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._report_view import report_view
 
 SVG = '{http://www.w3.org/2000/svg}'
 T0 = 1771509223.0
@@ -142,7 +145,6 @@ def test_redact_masks_every_name_the_input_check_calls_a_secret():
 
 
 def test_the_report_card_shows_the_running_configuration_else_the_last_baseline():
-    from ansible_collections.inferops.serving.plugins.module_utils._report import report_view
     records = [
         {'event': 'deploy', 'fingerprint': 'a', 'experiment': None},
         {'event': 'benchmark', 'fingerprint': 'a', 'experiment': None, 'metrics': {'output_throughput': 1867.0}},
@@ -169,3 +171,55 @@ def test_chart_draws_the_spread_of_repeated_runs():
     svg = throughput_chart_svg(records)
     assert '+/- 27.5 over 3 runs (min 1838.0, max 1893.0)' in svg
     assert 'lab_within_noise: inconclusive' in svg and '#f9a825' in svg
+
+
+@pytest.mark.parametrize('positions', [
+    [100.0, 101.0, 102.0, 103.0, 104.0],        # five events within seconds of each other
+    [100.0, 160.0, 220.0, 280.0, 860.0, 880.0],  # a run of events, and two at the right edge
+    [450.0] * 4,                                 # the same instant
+])
+def test_event_labels_that_would_touch_go_on_separate_rows(positions):
+    widths = [150.0] * len(positions)
+    placed = layout_labels(positions, widths, 4, 896)
+    for n, (row, _anchor, _x, left, right) in enumerate(placed):
+        assert 4 <= left and right <= 896
+        for other_row, _a, _x2, other_left, other_right in placed[n + 1:]:
+            if other_row == row:
+                assert right + LABEL_GAP <= other_left or other_right + LABEL_GAP <= left
+
+
+def test_event_labels_far_apart_share_the_first_row_and_the_last_ends_at_its_line():
+    placed = layout_labels([100.0, 400.0, 880.0], [150.0, 150.0, 150.0], 4, 896)
+    assert [p[0] for p in placed] == [0, 0, 0]
+    assert placed[2][1] == 'end' and placed[2][2] == 876.0
+
+
+def test_the_chart_grows_a_label_row_per_close_event_and_no_label_row_is_shared_by_neighbours():
+    close = SEED_HISTORY + [
+        {'event': 'experiment', 'epoch': T0 + 471, 'experiment': 'other', 'outcome': 'refused'},
+        {'event': 'campaign', 'epoch': T0 + 472, 'campaign': 'tune', 'kept': []}]
+    root = parse(throughput_chart_svg(close))
+    labels = [t for t in root.iter(SVG + 'text') if t.get('class') == 'event-label']
+    assert [t.text for t in labels] == ['rollback to baseline', 'sm120_allreduce_fusion: rolled back',
+                                        'other: refused', 'campaign tune: baseline kept']
+    assert len(set(t.get('y') for t in labels)) == 4
+
+
+@pytest.mark.parametrize('record, words, change', [
+    ({'experiment': 'x', 'outcome': 'refused', 'blocked_by': ['no P2P']}, 'refused', None),
+    ({'experiment': 'x', 'outcome': 'rolled_back', 'reason': 'failed', 'change_pct': None}, 'failed, rolled back', None),
+    ({'experiment': 'x', 'outcome': 'rolled_back', 'reason': 'regression', 'change_pct': -12.0, 'noise_pct': 3.1},
+     'rolled back', '-12.0% (noise +/- 3.1%)'),
+    ({'experiment': 'x', 'outcome': 'kept', 'layer': 'host', 'message': 'P2P on every pair'}, 'kept', None),
+])
+def test_the_last_experiment_card_reads_every_outcome(record, words, change):
+    view = report_view([dict(record, event='experiment', epoch=T0)], {'experiment': dict(record, epoch=T0)})
+    assert view['last_experiment']['words'] == words
+    assert view['last_experiment']['change'] == change
+
+
+def test_an_experiment_deployed_without_a_verdict_says_so():
+    deploy = {'event': 'deploy', 'epoch': T0 + 10, 'experiment': 'long', 'fingerprint': 'f'}
+    earlier = {'event': 'experiment', 'epoch': T0, 'experiment': 'long', 'outcome': 'refused'}
+    view = report_view([earlier, deploy], {'deploy': deploy, 'experiment': earlier})
+    assert view['last_experiment']['outcome'] == 'no_verdict'
