@@ -20,8 +20,8 @@
    one list, and a secret it lacks is then shown or put on a command line.
 6. A role with a tasks/steps/ folder (the serving role) shows its public face. Every file directly
    in its tasks/ is an entry point of its argument specs; the files of tasks/steps/ are internal
-   steps, each starting with the check that refuses to run outside an entry point, and each entry
-   point that reaches one first notes its name (``__<role>_entry_point``). Entry points name a
+   steps, which only its own entry points and steps run (check 7 keeps everything else out of
+   them, so no step needs a guard of its own). Entry points name a
    step steps/<file>.yml; a step imports another by its file name (a static import resolves from
    the importing step's folder) and includes one as steps/<file>.yml (a dynamic include resolves
    from tasks/, then from the playbook's folder, whose own converge.yml would be taken for the
@@ -376,23 +376,6 @@ def _read_options(root, role, chain, options):
     return named & set(options)
 
 
-def _starts_with_refusal(tasks, role):
-    first = tasks[0] if isinstance(tasks, list) and tasks and isinstance(tasks[0], dict) else {}
-    check = first.get('ansible.builtin.assert') or {}
-    that = check.get('that') if isinstance(check, dict) else None
-    return that in ('__%s_entry_point is defined' % role, ['__%s_entry_point is defined' % role])
-
-
-def _notes_entry_point(tasks, role, entry, entries):
-    first = tasks[0] if isinstance(tasks, list) and tasks and isinstance(tasks[0], dict) else {}
-    noted = first.get('ansible.builtin.set_fact') or {}
-    if isinstance(noted, dict) and noted.get('__%s_entry_point' % role) == entry:
-        return True
-    # main, for one, hands over to another entry point, which notes itself.
-    target = first.get('ansible.builtin.import_tasks')
-    return isinstance(target, str) and target[:-len('.yml')] in entries and '/' not in target
-
-
 def check_public_face(root, role):
     problems = []
     tasks_dir = os.path.join(root, 'roles', role, 'tasks')
@@ -407,10 +390,6 @@ def check_public_face(root, role):
     for entry in entries:
         if entry + '.yml' not in files:
             problems.append('roles/%s: entry point %s of meta/argument_specs.yml has no %s/%s.yml' % (role, entry, where, entry))
-    for name in steps:
-        if not _starts_with_refusal(load_yaml(os.path.join(tasks_dir, STEPS, name)), role):
-            problems.append('%s/%s/%s does not start with the check that refuses to run outside an entry point'
-                            ' (ansible.builtin.assert that __%s_entry_point is defined)' % (where, STEPS, name, role))
     for name in files + [os.path.join(STEPS, step) for step in steps]:
         in_steps = name.startswith(STEPS + os.sep)
         with open(os.path.join(tasks_dir, name)) as handle:
@@ -439,13 +418,9 @@ def check_public_face(root, role):
     for entry in entries:
         if entry + '.yml' not in files:
             continue
-        chain = _chain(tasks_dir, entry + '.yml')
-        if any(name.startswith(STEPS + os.sep) for name in chain) and not _notes_entry_point(
-                load_yaml(os.path.join(tasks_dir, entry + '.yml')), role, entry, entries):
-            problems.append('%s/%s.yml runs steps but does not first note that it runs (ansible.builtin.set_fact'
-                            ' __%s_entry_point: %s)' % (where, entry, role, entry))
         if entry == 'main':
             continue
+        chain = _chain(tasks_dir, entry + '.yml')
         read = _read_options(root, role, chain, every)
         for name in sorted(read - options[entry]):
             problems.append('roles/%s: entry point %s reads %s, which its options in meta/argument_specs.yml lack'

@@ -76,12 +76,6 @@ def decode_hash(value):
     return algorithm, digest
 
 
-def encode_hash(algorithm, data):
-    """The RECORD form of the digest of ``data`` (bytes)."""
-    digest = hashlib.new(algorithm, data).digest()
-    return "%s=%s" % (algorithm, base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii"))
-
-
 def parse_record(text):
     """RECORD text -> ordered dict-like list of entries.
 

@@ -22,7 +22,6 @@ import re
 import shlex
 
 _KEY_RE = re.compile(r"^([a-z][a-z_\-]*\d*):\s*(.*?)\s*$")
-_SECTION_RE = re.compile(r"^\[([^\]]*)\]\s*$")
 _CLIQUE_RE = re.compile(r"^device\.(hostpci\d+)\.x-nv-gpudirect-clique=(\d+)$")
 _BDF_RE = re.compile(r"^(?:([0-9a-fA-F]{4}):)?([0-9a-fA-F]{2}):([0-9a-fA-F]{2})(?:\.([0-7]))?$")
 _HOSTPCI_RE = re.compile(r"^hostpci(\d+)$")
@@ -37,47 +36,6 @@ class ProxmoxConfigError(Exception):
     """Configuration text or settings that cannot be used."""
 
 
-def parse_conf(text):
-    """A `<vmid>.conf` file: {'options', 'pending', 'pending_delete', 'snapshots', 'special', 'description'}."""
-    result = {"options": {}, "pending": {}, "pending_delete": [], "snapshots": {}, "special": {},
-              "description": None}
-    target = result["options"]
-    section = "main"
-    description = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        header = _SECTION_RE.match(line)
-        if header:
-            name = header.group(1)
-            if name.upper() == "PENDING":
-                section, target = "pending", result["pending"]
-            elif name.startswith("special:"):
-                section = "special"
-                target = result["special"].setdefault(name.split(":", 1)[1], {})
-            else:
-                section = "snapshot"
-                target = result["snapshots"].setdefault(name, {})
-            continue
-        if line.startswith("#"):
-            if section == "main":
-                description.append(line[1:])
-            continue
-        match = _KEY_RE.match(line)
-        if not match:
-            raise ProxmoxConfigError("line %d is not a `key: value` line: %s" % (number, line))
-        key, value = match.groups()
-        if key == "delete":
-            if section != "pending":
-                raise ProxmoxConfigError("line %d: 'delete' is only allowed in [PENDING]" % number)
-            result["pending_delete"] = [item for item in re.split(r"[,;\s]+", value) if item]
-            continue
-        target[key] = value
-    if description:
-        result["description"] = "\n".join(description)
-    return result
-
-
 def parse_qm_config(text):
     """Output of `qm config <vmid>`: {key: value}."""
     options = {}
@@ -88,15 +46,6 @@ def parse_qm_config(text):
         if not match:
             raise ProxmoxConfigError("line %d of `qm config` is not a `key: value` line: %s" % (number, line))
         options[match.group(1)] = match.group(2)
-    return options
-
-
-def applied_pending(conf):
-    """The options a VM gets at its next start: current ones with [PENDING] laid over."""
-    options = dict(conf["options"])
-    for key in conf["pending_delete"]:
-        options.pop(key.lstrip("!"), None)
-    options.update(conf["pending"])
     return options
 
 

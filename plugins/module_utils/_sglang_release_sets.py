@@ -131,15 +131,6 @@ def pinned_versions(release, overrides=None):
     return versions
 
 
-def pin_variables(release):
-    """Package -> the variable that overrides its pin, for messages (the kernel's under its set name)."""
-    names = {}
-    for variable, package in OVERRIDES:
-        for name in (package if isinstance(package, tuple) else (package,)):
-            names[name] = variable
-    return names
-
-
 def driver_branch(driver_version):
     """'580.95.05' (nvidia-smi's driver_version, first GPU) -> '580'; None when there is none."""
     lines = [line.strip() for line in str(driver_version or '').splitlines() if line.strip()]

@@ -1,5 +1,5 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The README's list of what the lab simulates names every program the lab has for it."""
+"""The lab page's list of what the lab simulates names every program the lab has for it."""
 import os
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -10,7 +10,7 @@ NOT_A_SIMULATION = {'capture-nvidia.sh'}
 
 
 def readme_paragraph():
-    with open(os.path.join(REPO_ROOT, 'README.md')) as handle:
+    with open(os.path.join(REPO_ROOT, 'docs', 'lab.md')) as handle:
         text = handle.read()
     start = text.index('The programs the lab simulates')
     return text[start:text.index('\n\n', start)]
@@ -31,12 +31,12 @@ def simulated_programs():
     return programs
 
 
-def test_the_readme_names_every_simulated_program():
+def test_the_lab_page_names_every_simulated_program():
     paragraph = readme_paragraph()
     programs = simulated_programs()
     assert {'sim/nvidia-smi', 'sim/qm', 'sim/torch-python', 'nvcc', 'nvidia-persistenced'} <= programs
     missing = sorted(p for p in programs if '`%s`' % p not in paragraph)
-    assert missing == [], 'README.md, "What the lab simulates", does not name %s' % ', '.join(missing)
+    assert missing == [], 'docs/lab.md, "What the lab simulates", does not name %s' % ', '.join(missing)
 
 
 def test_the_readme_counts_them_right():

@@ -19,7 +19,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._anchored_patch i
     undo_edits,
     validate_files,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._dist_record import encode_hash
+from record_hashes import encode_hash
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "anchored_patch")
 SOURCES = {

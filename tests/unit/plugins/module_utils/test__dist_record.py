@@ -8,11 +8,11 @@ import hashlib
 import os
 
 import pytest
+from record_hashes import encode_hash
 
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     DistRecordError,
     decode_hash,
-    encode_hash,
     find_distribution,
     interpreter_site_packages,
     load_record,

@@ -142,7 +142,7 @@ def test_bad_gate_settings_say_what_is_allowed(kwargs, message):
         decide(SEED_BASELINE, SEED_FUSION, 0.1, True, **kwargs)
 
 
-README = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'README.md')
+README = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'docs', 'experiments.md')
 README_RUNS = re.compile(r'^    baseline runs ([\d ]+) tok/s, experiment runs ([\d ]+) tok/s')
 
 

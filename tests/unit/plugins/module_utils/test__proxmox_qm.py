@@ -5,12 +5,10 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._proxmox_qm import (
     ProxmoxConfigError,
-    applied_pending,
     args_clique,
     desired_changes,
     hostpci_devices,
     kvm_hiding,
-    parse_conf,
     parse_qm_config,
     qm_set_argv,
     render_args,
@@ -18,50 +16,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._proxmox_qm impor
     validate_spec,
 )
 
-# As qemu-server writes it: description on top, sorted keys, [PENDING] with delete, a snapshot.
-CONF = """#GPU VM for SGLang
-#second line
-args: -cpu host,+invtsc
-cores: 32
-cpu: host
-hostpci0: 0000:81:00.0,pcie=1
-machine: q35
-memory: 262144
-numa: 0
-
-[PENDING]
-delete: numa
-args: -cpu host,+invtsc -set device.hostpci0.x-nv-gpudirect-clique=0
-hostpci1: 0000:82:00.0,pcie=1
-
-[special:cloudinit]
-ipconfig0: ip=dhcp
-
-[fresh-install]
-cores: 32
-snaptime: 1764000100
-"""
-
 SPEC = {"gpus": [{"host": "0000:81:00.0"}, {"host": "82:00.0"}], "clique": 0, "machine": "q35", "cpu": "host",
         "numa": None, "hugepages": None}
-
-
-def test_conf_sections_are_kept_apart():
-    conf = parse_conf(CONF)
-    assert conf["description"] == "GPU VM for SGLang\nsecond line"
-    assert conf["options"]["hostpci0"] == "0000:81:00.0,pcie=1" and "hostpci1" not in conf["options"]
-    assert conf["pending"] == {"args": "-cpu host,+invtsc -set device.hostpci0.x-nv-gpudirect-clique=0",
-                               "hostpci1": "0000:82:00.0,pcie=1"}
-    assert conf["pending_delete"] == ["numa"]
-    assert conf["snapshots"] == {"fresh-install": {"cores": "32", "snaptime": "1764000100"}}
-    assert conf["special"] == {"cloudinit": {"ipconfig0": "ip=dhcp"}}
-    after = applied_pending(conf)
-    assert "numa" not in after and after["hostpci1"] == "0000:82:00.0,pcie=1"
-
-
-def test_delete_outside_pending_is_refused():
-    with pytest.raises(ProxmoxConfigError, match="only allowed in \\[PENDING\\]"):
-        parse_conf("cores: 2\ndelete: numa\n")
 
 
 def test_qm_config_output_is_read_line_by_line():

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.inferops.serving.plugins.module_utils._dist_record import encode_hash
+from record_hashes import encode_hash
 from ansible_collections.inferops.serving.plugins.modules import anchored_patch
 
 ORIGINAL = b"def gen_trtllm_comm_module():\n    return flags(\n        supported_major_versions=[9, 10]\n    )\n"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ansible.module_utils.testing import patch_module_args
-from ansible_collections.inferops.serving.plugins.module_utils._dist_record import encode_hash
+from record_hashes import encode_hash
 from ansible_collections.inferops.serving.plugins.modules import dist_integrity
 
 
