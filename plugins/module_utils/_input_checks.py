@@ -334,6 +334,10 @@ def optional_version(name, value):
 def driver_branch(name, value, allow_empty=False):
     if allow_empty and isinstance(value, str) and not value.strip():
         return []
+    # The spec says str, and YAML reads `gpu_vm_driver_branch: 580` as a number: the number's
+    # digits are the branch, as Ansible would convert it.
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
     if not isinstance(value, str) or not re.match(r'^[0-9]{3}$', value.strip()):
         return ['%s must be an NVIDIA driver branch of three digits such as "580"%s, got %s.'
                 % (name, ' (or empty)' if allow_empty else '', show(value))]

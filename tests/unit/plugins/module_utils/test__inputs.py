@@ -4,9 +4,15 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_input_errors, serial
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import release_errors
+
+RELEASE_SETS = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang', 'vars', 'release_sets.yml')
 
 SECRET = 'sk-abc"def'
 
@@ -80,7 +86,9 @@ BAD = [
     ('sglang', 'sglang_version', 'latest', 'exact version'),
     ('sglang', 'sglang_release_set', '', 'a release set name'),
     ('sglang', 'sglang_driver_branch', '58', 'three digits'),
-    ('sglang', 'sglang_driver_branch', 580, 'three digits'),
+    ('sglang', 'sglang_driver_branch', 5800, 'three digits'),
+    ('sglang', 'sglang_driver_branch', True, 'three digits'),
+    ('sglang', 'sglang_driver_branch', 58.0, 'three digits'),
     ('gpu_vm', 'gpu_vm_cuda_extra_releases', '13.0', 'a list of CUDA releases'),
     ('gpu_vm', 'gpu_vm_cuda_extra_releases', ['13'], '"MAJOR.MINOR"'),
     ('sglang', 'sglang_pip_extra_args', '--index-url x\n--pre', 'one line'),
@@ -179,3 +187,16 @@ def test_serial(value, ok):
     assert (errors == []) is ok
     if not ok:
         assert 'deploy_serial' in errors[0]
+
+
+@pytest.mark.parametrize('branch', ['570', 570, ' 570 '])
+def test_a_driver_branch_typed_as_text_or_number_is_judged_by_the_release_set(branch):
+    """`-e gpu_vm_driver_branch=570` (text) and `gpu_vm_driver_branch: 570` (YAML's number) are
+    the same branch: the input check takes both, and the release set says why 570 is too old."""
+    assert role_input_errors('sglang', dict(SGLANG, sglang_driver_branch=branch)) == []
+    sets = yaml.safe_load(open(RELEASE_SETS))['_sglang_release_sets']
+    errors = release_errors('0.5.23', sets, branch, None, '3.11.2')
+    assert len(errors) == 1
+    assert errors[0].startswith("sglang_release_set 0.5.23 needs NVIDIA driver branch 580 or later (CUDA 13.0), but the"
+                                " node's driver is branch 570 (sglang_driver_branch is 570). Raise gpu_vm_driver_branch"
+                                " to 580 or later")

@@ -92,3 +92,23 @@ def test_behind_smg_a_client_key_the_servers_refuse_stops_the_run_first(tmp_path
 def test_a_router_whose_client_key_reaches_the_servers_passes(tmp_path, package, client_key):
     rc, output = run(tmp_path, ROUTED % (package, client_key))
     assert rc != 0 and "testhost has no deploy in" in output, output[-3000:]
+
+
+@pytest.mark.parametrize('branch', ['570', 570], ids=['text-as-from-e', 'yaml-number'])
+def test_a_driver_branch_below_the_release_sets_is_refused_for_that_reason(tmp_path, branch):
+    """`-e gpu_vm_driver_branch=570` and `gpu_vm_driver_branch: 570` are one branch: the deploy's
+    plan refuses release set 0.5.23 for it, naming the branch it needs, before the node changes."""
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text('gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n')
+    extra = dict(ansible_python_interpreter=sys.executable, ansible_become=False, sglang_release_set='0.5.23',
+                 gpu_vm_driver_branch=branch, serving_history_path=str(tmp_path / 'history.jsonl'))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', 'deploy.yml', '-e', json.dumps(extra)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert ("sglang_release_set 0.5.23 needs NVIDIA driver branch 580 or later (CUDA 13.0), but the node's driver is"
+            " branch 570") in output, output[-3000:]
+    # Neither a crash of a filter nor a refusal of the branch's spelling.
+    assert 'plugin' not in output and 'three digits' not in output, output[-3000:]
