@@ -33,7 +33,7 @@ for minor in "${MINOR_VERSIONS[@]}"; do
     # Newest patch release first.
     while IFS= read -r path; do
       candidates+=("$path")
-    done < <(ls -d "$root"/versions/3."$minor".*/bin/python3."$minor" 2>/dev/null | sort -rV)
+    done < <(find "$root/versions" -mindepth 3 -maxdepth 3 -path "*/3.$minor.*/bin/python3.$minor" 2>/dev/null | sort -rV)
   done
 done
 

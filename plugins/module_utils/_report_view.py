@@ -71,8 +71,8 @@ def _benchmark_detail(record):
     parts = [(_number(metrics.get('output_throughput'), '{0:,.1f}') or '?') + ' tok/s']
     spread = (metrics.get('spread') or {}).get('output_throughput') or {}
     if spread.get('stdev') is not None:
-        parts[0] += ' +/- %s (%s runs, %s-%s)' % (spread.get('stdev'), spread.get('n'), spread.get('min'),
-                                                   spread.get('max'))
+        parts[0] += ' +/- %s (%s runs, %s-%s)' % (
+            spread.get('stdev'), spread.get('n'), spread.get('min'), spread.get('max'))
     if metrics.get('tokens_per_joule') is not None:
         parts.append('%s tok/J' % metrics['tokens_per_joule'])
     parts.append('TTFT %s ms' % metrics.get('median_ttft_ms', '?'))

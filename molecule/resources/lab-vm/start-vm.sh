@@ -40,7 +40,7 @@ supervise() {
   port=$(cat "$run/port")
   case "$LAB_VM_ACCEL" in
     kvm) accel_opts=(-accel kvm -cpu host) ;;
-    tcg) accel_opts=(-accel tcg,thread=multi -cpu max) ;;
+    tcg) accel_opts=(-accel 'tcg,thread=multi' -cpu max) ;;
     *) say "LAB_VM_ACCEL=$LAB_VM_ACCEL: expected tcg or kvm"; return 2 ;;
   esac
   while :; do

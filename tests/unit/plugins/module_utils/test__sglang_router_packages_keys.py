@@ -161,7 +161,7 @@ def test_the_key_a_routed_request_brings_to_the_worker(worker, package, key_at_t
         routed = [key for path, key in Worker.seen if path == '/v1/chat/completions']
         assert routed == ['Bearer ' + key_at_the_worker]
         # The router's own probes carry the key the worker was registered with.
-        assert until(lambda: any(path == '/health' for path, _ in Worker.seen), 15)
+        assert until(lambda: any(seen[0] == '/health' for seen in Worker.seen), 15)
         assert set(key for path, key in Worker.seen if path == '/health') == {'Bearer ' + SERVER_KEY}
     finally:
         router.kill()
