@@ -20,7 +20,8 @@ def simulated_programs():
     programs = set()
     for name in os.listdir(os.path.join(LAB, 'sim')):
         path = os.path.join(LAB, 'sim', name)
-        if os.access(path, os.X_OK) and name not in NOT_A_SIMULATION:
+        # Programs only: a test that imports a simulator leaves a __pycache__ folder here.
+        if os.path.isfile(path) and os.access(path, os.X_OK) and name not in NOT_A_SIMULATION:
             programs.add('sim/' + name)
     packages = os.path.join(LAB, 'apt-repo', 'packages')
     for folder, _dirs, files in os.walk(packages):
