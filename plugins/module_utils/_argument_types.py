@@ -87,7 +87,7 @@ def _to_float(value):
         raise _Refused()
     if isinstance(value, (int, float)) and math.isfinite(value):
         return value  # an int is a number already, and its messages show it as given
-    if isinstance(value, str) and _NUMBER.match(value):
+    if isinstance(value, str) and _NUMBER.match(value) and math.isfinite(float(value)):
         return float(value)
     raise _Refused()
 
@@ -124,6 +124,10 @@ def _to_list(value):
 def _to_dict(value):
     if isinstance(value, dict):
         return value
+    raise _Refused()
+
+
+def _refuse_null():
     raise _Refused()
 
 
@@ -173,7 +177,7 @@ def convert(name, option, value):
         items = []
         for index, item in enumerate(converted):
             try:
-                items.append(None if item is None else CONVERT[element_type](item))
+                items.append(CONVERT[element_type](item) if item is not None else _refuse_null())
             except _Refused:
                 return value, ['%s must be a list of %s; item %d is %s.'
                                % (name, ELEMENTS[element_type], index + 1, kind(item, secret))]

@@ -132,19 +132,20 @@ def sglang_server_errors(v):
                    if v.get('sglang_server_gpu_health_kernel_log_file') else []))
     args = v.get('sglang_server_args')
     if isinstance(args, dict):
-        problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))
+        problems += _model_path(args, v.get('sglang_server_extra_args'))
     return problems
 
 
-def _model_path(name, args, extra):
+def _model_path(args, extra):
     """An empty --model-path deploys a server that cannot load anything."""
-    layers = [args, extra if isinstance(extra, dict) else {}]
-    written = [(key, value) for layer in layers for key, value in layer.items() if flag_name(key) == 'model-path']
+    layers = [('sglang_server_args', args), ('sglang_server_extra_args', extra if isinstance(extra, dict) else {})]
+    written = [(name, key, value) for name, layer in layers for key, value in layer.items()
+               if flag_name(key) == 'model-path']
     if not written:
         return []
-    value = effective_arguments(*layers).get('model-path')
+    value = effective_arguments(*[layer for _name, layer in layers]).get('model-path')
     if value is None or (isinstance(value, str) and not value.strip()):
-        key, raw = written[-1]
+        name, key, raw = written[-1]
         return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
                 % (name, key, show(raw))]
     return []
