@@ -32,12 +32,11 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
         entry_point = self._task.args.get('entry_point', 'main')
-        role = self._task._role
-        if role is None:
+        role_path = task_vars.get('role_path')
+        if not role_path:
             result.update(failed=True, msg='role_inputs checks the inputs of the role whose task it is: use it in'
                                            " a role's tasks.")
             return result
-        role_path = role._role_path
         specs_path = os.path.join(role_path, 'meta', 'argument_specs.yml')
         try:
             with open(specs_path) as handle:

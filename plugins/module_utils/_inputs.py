@@ -253,8 +253,8 @@ def _vmid(value):
 
 def proxmox_gpu_vm_vm_errors(v):
     """Inputs of one VM's passthrough (entry point vm): the host's settings, the VM's id and its GPUs."""
-    spec = dict((key, v.get('proxmox_gpu_vm_' + key)) for key in ('gpus', 'clique', 'machine', 'cpu', 'numa',
-                                                                   'hugepages'))
+    keys = ('gpus', 'clique', 'machine', 'cpu', 'numa', 'hugepages')
+    spec = dict((key, v.get('proxmox_gpu_vm_' + key)) for key in keys)
     return (proxmox_gpu_vm_errors(v) + _vmid(v.get('proxmox_gpu_vm_vmid'))
             + ['%s.' % problem for problem in validate_spec(spec)])
 

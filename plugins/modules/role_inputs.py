@@ -18,7 +18,8 @@ description:
     C(-e sglang_server_start_timeout=60) is the whole number 60 and C(-e sglang_server_allow_root=false) the
     boolean false. Text that is not of the type (V(soon) for a whole number, V(maybe) for a boolean, an empty
     value), a value of another type, and a value outside the option's choices are refused.
-  - A list or mapping given as text is refused with the form that works on the command line,
+  - >-
+    A list or mapping given as text is refused with the form that works on the command line,
     C(-e '{"name": ["a", "b"]}'); the role would otherwise read the text itself, since a command line's
     variables outrank anything a role sets.
   - Then, when every value has its type, the role's own rules (ports, paths, service users, secrets, durations,

@@ -154,8 +154,8 @@ def test_every_form_of_every_option_is_taken_or_refused_by_name(role, entry_poin
             if problems and not naming:
                 wrong.append('%s=%r (%s): refused without naming it: %s' % (name, given, form, problems))
             if must_refuse and not problems:
-                wrong.append('%s=%r (%s): taken, but it is not of type %s' % (name, given, form,
-                                                                             options[name].get('type', 'str')))
+                expected = options[name].get('type', 'str')
+                wrong.append('%s=%r (%s): taken, but it is not of type %s' % (name, given, form, expected))
             if must_refuse is False and form in ('natural', '-e text') and problems:
                 wrong.append('%s=%r (%s): a usable value, refused: %s' % (name, given, form, problems))
     assert wrong == []
