@@ -39,12 +39,10 @@ def _strings(node, key=None):
     """(key, text) of every string in a YAML document; a condition is an expression without braces."""
     if isinstance(node, dict):
         for child_key, child in node.items():
-            for found in _strings(child, child_key):
-                yield found
+            yield from _strings(child, child_key)
     elif isinstance(node, list):
         for child in node:
-            for found in _strings(child, key):
-                yield found
+            yield from _strings(child, key)
     elif isinstance(node, str):
         yield key, node
 
