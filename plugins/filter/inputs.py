@@ -7,17 +7,10 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.serving.plugins.module_utils._inputs import role_errors, serial
+from ansible_collections.inferops.serving.plugins.module_utils._inputs import serial
 from ansible_collections.inferops.serving.plugins.module_utils._patch_releases import patch_release_errors
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import missing_pins, pins_to_look_up
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import forwarded_key_errors
-
-
-def input_errors(options, role, values):
-    if not isinstance(options, dict) or not isinstance(values, (list, tuple)) or len(values) != len(options):
-        raise AnsibleFilterError('input_errors: give the options of an entry point, the role and the values of'
-                                 ' those options in the sorted order of their names')
-    return role_errors(role, options, dict(zip(sorted(options), values)))
 
 
 def serial_errors(value, name='serving_deploy_serial'):
@@ -52,7 +45,6 @@ def packages_to_look_up(pip_list, versions, packages):
 class FilterModule(object):
     def filters(self):
         return {
-            'input_errors': input_errors,
             'serial_errors': serial_errors,
             'missing_versions': missing_versions,
             'checked_serial': checked_serial,

@@ -12,7 +12,7 @@ Prometheus duration) is each role's rule here, made of the checks in _input_chec
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
+from ansible_collections.inferops.serving.plugins.module_utils._argument_types import converted_values
 from ansible_collections.inferops.serving.plugins.module_utils._input_checks import (
     absolute_path,
     as_float,
@@ -44,6 +44,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
     version,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
+from ansible_collections.inferops.serving.plugins.module_utils._proxmox_qm import validate_spec
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import effective_arguments, flag_name
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import (
     admin_key_errors,
@@ -131,19 +132,20 @@ def sglang_server_errors(v):
                    if v.get('sglang_server_gpu_health_kernel_log_file') else []))
     args = v.get('sglang_server_args')
     if isinstance(args, dict):
-        problems += _model_path('sglang_server_args', args, v.get('sglang_server_extra_args'))
+        problems += _model_path(args, v.get('sglang_server_extra_args'))
     return problems
 
 
-def _model_path(name, args, extra):
+def _model_path(args, extra):
     """An empty --model-path deploys a server that cannot load anything."""
-    layers = [args, extra if isinstance(extra, dict) else {}]
-    written = [(key, value) for layer in layers for key, value in layer.items() if flag_name(key) == 'model-path']
+    layers = [('sglang_server_args', args), ('sglang_server_extra_args', extra if isinstance(extra, dict) else {})]
+    written = [(name, key, value) for name, layer in layers for key, value in layer.items()
+               if flag_name(key) == 'model-path']
     if not written:
         return []
-    value = effective_arguments(*layers).get('model-path')
+    value = effective_arguments(*[layer for _name, layer in layers]).get('model-path')
     if value is None or (isinstance(value, str) and not value.strip()):
-        key, raw = written[-1]
+        name, key, raw = written[-1]
         return ['%s: %s must name the model (a Hugging Face repo id or an absolute path), got %s.'
                 % (name, key, show(raw))]
     return []
@@ -232,28 +234,71 @@ def sglang_router_errors(v):
             + secrets_in_args('sglang_router_extra_args', v.get('sglang_router_extra_args'), keys, key_variables))
 
 
+def proxmox_gpu_vm_errors(v):
+    """Inputs of role proxmox_gpu_vm on the Proxmox host (entry point main): the host's own settings."""
+    return (absolute_path('proxmox_gpu_vm_sysfs_root', v.get('proxmox_gpu_vm_sysfs_root'))
+            + non_empty('proxmox_gpu_vm_qm', v.get('proxmox_gpu_vm_qm'), 'the qm command (a name or a path)')
+            + non_empty('proxmox_gpu_vm_machine', v.get('proxmox_gpu_vm_machine'), 'a machine type such as q35')
+            + non_empty('proxmox_gpu_vm_cpu', v.get('proxmox_gpu_vm_cpu'), 'a CPU type such as host')
+            + int_range('proxmox_gpu_vm_shutdown_timeout', v.get('proxmox_gpu_vm_shutdown_timeout'), 1,
+                        what='seconds'))
+
+
+def _vmid(value):
+    if as_int(value) is None or as_int(value) < 100:
+        return ["proxmox_gpu_vm_vmid must be the VM's Proxmox id (100 or more), set as a host variable of the GPU VM"
+                ' in the inventory, got %s.' % show(value)]
+    return []
+
+
+def proxmox_gpu_vm_vm_errors(v):
+    """Inputs of one VM's passthrough (entry point vm): the host's settings, the VM's id and its GPUs."""
+    keys = ('gpus', 'clique', 'machine', 'cpu', 'numa', 'hugepages')
+    spec = dict((key, v.get('proxmox_gpu_vm_' + key)) for key in keys)
+    return (proxmox_gpu_vm_errors(v) + _vmid(v.get('proxmox_gpu_vm_vmid'))
+            + ['%s.' % problem for problem in validate_spec(spec)])
+
+
+def proxmox_gpu_vm_restart_errors(v):
+    """Inputs of one VM's restart (entry point restart)."""
+    return (_vmid(v.get('proxmox_gpu_vm_vmid'))
+            + non_empty('proxmox_gpu_vm_qm', v.get('proxmox_gpu_vm_qm'), 'the qm command (a name or a path)')
+            + int_range('proxmox_gpu_vm_shutdown_timeout', v.get('proxmox_gpu_vm_shutdown_timeout'), 1,
+                        what='seconds'))
+
+
 ROLES = {
     'gpu_vm': gpu_vm_errors,
     'monitoring': monitoring_errors,
     'node_metrics': node_metrics_errors,
+    'proxmox_gpu_vm': proxmox_gpu_vm_errors,
     'serving': serving_errors,
     'sglang': sglang_errors,
     'sglang_router': sglang_router_errors,
     'sglang_server': sglang_server_errors,
 }
+# Entry points whose inputs differ from the role's main ones: (role, entry point) -> rules.
+ENTRY_POINTS = {
+    ('proxmox_gpu_vm', 'vm'): proxmox_gpu_vm_vm_errors,
+    ('proxmox_gpu_vm', 'restart'): proxmox_gpu_vm_restart_errors,
+}
 
 
-def role_input_errors(role, variables):
-    """Every problem with ``variables`` (name -> value) of ``role``; an unknown role is one problem."""
+def role_input_errors(role, variables, entry_point='main'):
+    """Every problem with ``variables`` (name -> value, each of its declared type) of one entry point of
+    ``role``; an unknown role is one problem."""
     if role not in ROLES:
         return ['no input checks are defined for role %s' % show(role)]
     if not isinstance(variables, dict):
         return ['the inputs of role %s must be given as a mapping' % role]
-    return ROLES[role](variables)
+    return ENTRY_POINTS.get((role, entry_point), ROLES[role])(variables)
 
 
-def role_errors(role, options, variables):
-    """A role's inputs as its preflight checks them: every variable its argument specs declare
-    (``options``) by type first; then, when every type is right, by range and meaning."""
-    problems = type_errors(options, variables)
-    return problems or role_input_errors(role, dict((name, variables.get(name)) for name in options))
+def role_errors(role, options, variables, entry_point='main'):
+    """A role's inputs as its input check takes them: every variable ``options`` (the entry point's,
+    from its argument specs) declares, converted to its declared type first (``-e`` gives text);
+    then, when every one converts, by range and meaning."""
+    converted, problems = converted_values(options, variables)
+    if problems:
+        return problems
+    return role_input_errors(role, dict((name, converted.get(name)) for name in options), entry_point)

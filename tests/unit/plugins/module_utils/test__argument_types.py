@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.inferops.serving.plugins.module_utils._argument_types import type_errors
+from ansible_collections.inferops.serving.plugins.module_utils._argument_types import converted_values, type_errors
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
 
@@ -33,20 +33,31 @@ ROWS = [
     # (role, variable, value, message)
     ("sglang_server", "sglang_server_extra_env", ["A=1"],
      "sglang_server_extra_env must be a mapping (key: value), got a list."),
-    ("sglang_server", "sglang_server_args", "--tp 8", "sglang_server_args must be a mapping (key: value), got the text."),
-    ("sglang", "sglang_packages", "sglang", "sglang_packages must be a list, got the text 'sglang'."),
+    ("sglang_server", "sglang_server_args", "--tp 8",
+     "sglang_server_args must be a mapping (key: value), got the text '--tp 8'. On the command line give it as"
+     " JSON: -e '{\"sglang_server_args\": {\"key\": \"value\"}}'."),
+    ("sglang_server", "sglang_server_args", '{"tp-size": 8}',
+     "sglang_server_args must be a mapping (key: value), got the text '{\"tp-size\": 8}'. On the command line"
+     " give it as JSON: -e '{\"sglang_server_args\": {\"tp-size\": 8}}'."),
+    ("sglang", "sglang_packages", "sglang,sgl-kernel",
+     "sglang_packages must be a list, got the text 'sglang,sgl-kernel'. On the command line give it as JSON:"
+     " -e '{\"sglang_packages\": [\"sglang\", \"sgl-kernel\"]}'."),
     ("sglang_server", "sglang_server_health_timeout", "soon",
      "sglang_server_health_timeout must be a whole number, got the text 'soon'."),
+    ("sglang_server", "sglang_server_health_timeout", "",
+     "sglang_server_health_timeout must be a whole number, got an empty text ('')."),
     ("sglang_server", "sglang_server_health_timeout", 1.5,
-     "sglang_server_health_timeout must be a whole number, got a number."),
+     "sglang_server_health_timeout must be a whole number, got the number 1.5."),
     ("sglang_server", "sglang_server_allow_root", "maybe",
-     "sglang_server_allow_root must be true or false, got the text 'maybe'."),
+     "sglang_server_allow_root must be true or false, got the text 'maybe' (true, false, yes, no, on, off, 1 or 0)."),
     ("sglang_server", "sglang_server_health_timeout", True,
-     "sglang_server_health_timeout must be a whole number, got a boolean."),
+     "sglang_server_health_timeout must be a whole number, got a boolean (true)."),
     ("sglang_server", "sglang_server_read_write_paths", [{"path": "/x"}],
-     "sglang_server_read_write_paths must be a list of string; item 1 is a mapping."),
+     "sglang_server_read_write_paths must be a list of strings; item 1 is a mapping."),
     ("gpu_vm", "gpu_vm_cuda_home", {"path": "/usr/local/cuda"},
      "gpu_vm_cuda_home must be a path (a string), got a mapping."),
+    ("gpu_vm", "gpu_vm_reboot", "maybe",
+     "gpu_vm_reboot must be true or false, got the text 'maybe' (true, false, yes, no, on, off, 1 or 0)."),
 ]
 
 
@@ -66,9 +77,26 @@ def test_what_ansible_itself_takes_is_taken(name, value):
     assert type_errors(options("sglang_server"), {name: value}) == []
 
 
-def test_a_secret_given_as_a_list_is_not_repeated():
+def test_a_secret_is_shown_by_its_length_only():
     secret = "hf_verySecretToken0123"
     problems = type_errors(options("sglang_server"), {"sglang_server_hf_token": [secret]})
     assert problems == ["sglang_server_hf_token must be a string, got a list."]
-    problems = type_errors(options("sglang_server"), {"sglang_server_health_timeout": "hf_abc def ghi"})
-    assert "hf_abc" not in problems[0]
+    problems = type_errors(options("sglang_server"), {"sglang_server_hf_token": True})
+    assert problems == ["sglang_server_hf_token must be a string, got a boolean (true)."]
+    problems = type_errors(options("sglang_router"), {"sglang_router_api_key": 12345678})
+    assert problems == []  # YAML's number is the key's digits, as Ansible converts it
+
+
+@pytest.mark.parametrize("value, converted", [
+    ("60", 60), (" 60 ", 60), ("+5", 5), (60, 60), (60.0, 60)])
+def test_a_whole_number_as_text_becomes_the_number(value, converted):
+    assert converted_values(options("sglang_server"), {"sglang_server_health_timeout": value}) == (
+        {"sglang_server_health_timeout": converted}, [])
+
+
+@pytest.mark.parametrize("value, converted", [
+    ("true", True), ("YES", True), ("on", True), ("1", True), ("t", True), (1, True),
+    ("false", False), ("No", False), ("off", False), ("0", False), ("f", False), (0, False)])
+def test_a_boolean_word_becomes_the_boolean(value, converted):
+    assert converted_values(options("sglang_server"), {"sglang_server_allow_root": value}) == (
+        {"sglang_server_allow_root": converted}, [])

@@ -113,6 +113,7 @@ BAD = [
     ('sglang_server', 'sglang_server_extra_args', {'hf-token': 'hf_123456'}, 'looks like a secret'),
     ('sglang_server', 'sglang_server_args', {'model-path': ''}, 'must name the model'),
     ('sglang_server', 'sglang_server_args', {'model': '  '}, 'must name the model'),
+    ('sglang_server', 'sglang_server_extra_args', {'model-path': ''}, 'sglang_server_extra_args: model-path must name'),
     ('sglang_server', 'sglang_server_env', {'HF_TOKEN': 'hf_x'}, 'is a secret'),
     ('sglang_server', 'sglang_server_env', {'1BAD': 'x'}, 'not a valid environment variable name'),
     ('sglang_server', 'sglang_server_env', {'BAD-NAME': 'x'}, 'not a valid environment variable name'),
