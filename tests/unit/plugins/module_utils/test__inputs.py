@@ -39,7 +39,7 @@ SERVER = {
     'sglang_server_service_user': 'sglang', 'sglang_server_service_group': 'sglang',
     'sglang_server_allow_root': False, 'sglang_server_venv_path': '/opt/sglang/venv',
     'sglang_server_state_dir': '/var/lib/sglang', 'sglang_server_config_dir': '/etc/sglang',
-    'sglang_server_hf_home': '/var/lib/sglang/huggingface', 'sglang_server_module': 'sglang.launch_server',
+    'sglang_server_hf_home': '/var/lib/sglang/huggingface', 'sglang_server_launch': 'python -m sglang.launch_server', 'sglang_server_package': 'sglang',
     'sglang_server_unit_name': 'sglang', 'sglang_server_start_timeout': 7200, 'sglang_server_stop_timeout': 120,
     'sglang_server_restart_sec': 30, 'sglang_server_start_limit_burst': 3, 'sglang_server_limit_nofile': 1048576,
     'sglang_server_health_timeout': '7200', 'sglang_server_health_interval': 5, 'sglang_server_journal_lines': 50,
