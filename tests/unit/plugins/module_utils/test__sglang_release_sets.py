@@ -222,6 +222,8 @@ def test_the_upgrade_guide_lists_every_set_as_shipped():
     assert rows['CUDA toolkit'] == [SETS[name]['cuda'] for name in names]
     assert rows['lowest driver branch'] == [SETS[name]['driver_branch_min'] for name in names]
     assert rows['Python'] == [SETS[name]['python'] for name in names]
+    assert rows['start command'] == [release_set(name, SETS)['launch'] for name in names]
+    assert rows['ready endpoint'] == [release_set(name, SETS)['ready_path'] for name in names]
 
 
 def test_each_release_says_which_endpoint_means_ready():
