@@ -199,8 +199,8 @@ def start_layout(tmp_path, files, env_keys, launch='python -m sglang.launch_serv
     env = dict(os.environ, PYTHONPATH=write_layout(files, tmp_path / 'site'), PROBE_DIR=str(probe),
                PROBE_KEY_SHA256=hashlib.sha256(env_keys.get('SGLANG_API_KEY', '').encode()).hexdigest(),
                **env_keys)
-    proc = subprocess.run([sys.executable, LAUNCHER, 'run'] + LAUNCHES[launch] + ['--model-path', 'm',
-                                                                             '--port', '8000'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    command = [sys.executable, LAUNCHER, 'run'] + LAUNCHES[launch] + ['--model-path', 'm', '--port', '8000']
+    proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, check=False)
     written = dict((path.name, path.read_bytes()) for path in probe.iterdir())
     return proc, written

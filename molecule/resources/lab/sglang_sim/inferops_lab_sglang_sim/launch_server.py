@@ -334,8 +334,8 @@ class Metrics:
                 series = sorted(stream for (family, stream) in self.histograms if family == name) \
                     or ([] if self._stream_label(name, False) else [""])
                 for stream in series:
-                    histogram = self.histograms.get((name, stream)) or {"buckets": [0] * len(bounds), "count": 0,
-                                                                         "sum": 0.0}
+                    empty = {"buckets": [0] * len(bounds), "count": 0, "sum": 0.0}
+                    histogram = self.histograms.get((name, stream)) or empty
                     own = self.tokenizer_labels + ((("is_streaming", stream),) if stream else ())
                     cumulative = 0
                     for bound, count in zip(bounds, histogram["buckets"]):
