@@ -71,8 +71,9 @@ def test_the_promoted_release_starts_as_its_release_set_says(host):
     # log the warning 0.5.23's `python -m sglang.launch_server` writes.
     exec_start = host.check_output("systemctl show -p ExecStart --value sglang.service")
     assert "/usr/local/libexec/sglang-launch run inferops_lab_sglang_sim.cli.main:main serve --" in exec_start
-    since = host.check_output("systemctl show -p ExecMainStartTimestamp --value sglang.service")
-    journal = host.check_output("journalctl -u sglang.service --no-pager --since '%s'", since)
+    # The lines of this start of the unit only.
+    invocation = host.check_output("systemctl show -p InvocationID --value sglang.service")
+    journal = host.check_output("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s", invocation)
     assert "started as `sglang serve` (SGLang 0.5.23)" in journal
     assert "recommended entrypoint" not in journal
     assert API_KEY not in host.check_output("ps -eo args")
