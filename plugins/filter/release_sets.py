@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import (
     ReleaseSetError,
+    launch_entry,
     pinned_versions,
     release_errors,
     release_set,
@@ -30,6 +31,13 @@ def sglang_release(name, sets):
         raise AnsibleFilterError(str(exc))
 
 
+def sglang_launch_entry(launch, package='sglang'):
+    try:
+        return launch_entry(launch, package)
+    except ReleaseSetError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 def sglang_release_versions(release, overrides=None):
     if not isinstance(release, dict) or 'packages' not in release:
         raise AnsibleFilterError('sglang_release_versions: give a release set (inferops.serving.sglang_release)')
@@ -46,6 +54,7 @@ def sglang_venv_name(name, versions, packages, install_dependencies):
 class FilterModule(object):
     def filters(self):
         return {
+            'sglang_launch_entry': sglang_launch_entry,
             'sglang_release': sglang_release,
             'sglang_release_errors': sglang_release_errors,
             'sglang_release_versions': sglang_release_versions,

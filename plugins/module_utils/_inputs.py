@@ -13,6 +13,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.serving.plugins.module_utils._argument_types import converted_values
+from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import ReleaseSetError, launch_entry
 from ansible_collections.inferops.serving.plugins.module_utils._input_checks import (
     absolute_path,
     as_float,
@@ -87,6 +88,16 @@ def sglang_errors(v):
             + one_line('sglang_pip_extra_args', v.get('sglang_pip_extra_args')))
 
 
+def server_launch(launch, package):
+    """sglang_server_launch and sglang_server_package as the launcher can run them."""
+    try:
+        launch_entry(launch, package)
+    except ReleaseSetError as exc:
+        name = 'sglang_server_package' if 'stands in for sglang' in str(exc) else 'sglang_server_launch'
+        return ['%s: %s.' % (name, str(exc)[0].lower() + str(exc)[1:])]
+    return []
+
+
 def sglang_server_errors(v):
     """Inputs of role sglang_server (the server arguments themselves: module sglang_server_args)."""
     secrets = [v.get('sglang_server_api_key'), v.get('sglang_server_hf_token')]
@@ -103,7 +114,7 @@ def sglang_server_errors(v):
                 + absolute_path('sglang_server_state_dir', v.get('sglang_server_state_dir'))
                 + absolute_path('sglang_server_config_dir', v.get('sglang_server_config_dir'))
                 + absolute_path('sglang_server_hf_home', v.get('sglang_server_hf_home'))
-                + non_empty('sglang_server_module', v.get('sglang_server_module'), 'a Python module name')
+                + server_launch(v.get('sglang_server_launch'), v.get('sglang_server_package'))
                 + unit_name('sglang_server_unit_name', v.get('sglang_server_unit_name'))
                 + int_range('sglang_server_start_timeout', v.get('sglang_server_start_timeout'), 1, what='seconds')
                 + int_range('sglang_server_stop_timeout', v.get('sglang_server_stop_timeout'), 1, what='seconds')

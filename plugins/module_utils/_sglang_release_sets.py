@@ -30,6 +30,14 @@ OVERRIDES = (
 NOTHING_CHANGED = 'Nothing was changed on this host.'
 # The endpoint that means ready where a set does not name one: every SGLang release has /health.
 DEFAULT_READY_PATH = '/health'
+# How a server is started where a set does not say: the module every SGLang release has.
+DEFAULT_LAUNCH = 'python -m sglang.launch_server'
+# The console scripts a set's launch may name, as the wheel's entry_points.txt declares them:
+# script -> its function, given as the launcher takes it (module:function).
+CONSOLE_SCRIPTS = {'sglang': 'sglang.cli.main:main'}
+LAUNCH_MODULE = re.compile(r'^python3? -m ([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)$')
+LAUNCH_SCRIPT = re.compile(r'^([a-z_]+) ([a-z][a-z0-9-]*)$')
+METRIC_NAME = re.compile(r'^sglang:[a-z][a-z0-9_]*$')
 
 
 class ReleaseSetError(ValueError):
@@ -89,6 +97,15 @@ def release_problems(name, release):
         problems.append('release set %s: ready_path must be a path of the server such as "/ready", got %r'
                         % (name, ready_path))
     try:
+        launch_entry(release.get('launch', DEFAULT_LAUNCH))
+    except ReleaseSetError as exc:
+        problems.append('release set %s: %s' % (name, exc))
+    metrics = release.get('metrics', [])
+    if not isinstance(metrics, list) or not all(isinstance(metric, str) and METRIC_NAME.match(metric)
+                                                for metric in metrics):
+        problems.append('release set %s: metrics must list the release\'s metric families such as'
+                        ' "sglang:num_running_reqs", got %r' % (name, metrics))
+    try:
         _specifier(release.get('python'))
     except ReleaseSetError as exc:
         problems.append('release set %s: %s' % (name, exc))
@@ -112,7 +129,36 @@ def release_set(name, sets):
     release['packages'] = dict((str(package), str(version)) for package, version in release['packages'].items())
     release['kernel_package'] = [package for package in KERNEL_PACKAGES if package in release['packages']][0]
     release['ready_path'] = release.get('ready_path', DEFAULT_READY_PATH)
+    release['launch'] = release.get('launch', DEFAULT_LAUNCH)
+    release['metrics'] = list(release.get('metrics', []))
     return release
+
+
+def launch_entry(launch, package='sglang'):
+    """What the launcher runs for a set's ``launch``: ``{'target': ..., 'args': [...]}``.
+
+    ``python -m sglang.launch_server`` -> target ``sglang.launch_server`` (run as ``python -m`` would),
+    ``sglang serve`` -> target ``sglang.cli.main:main`` (the console script's function) with the
+    subcommand ``serve`` before the server's own arguments. ``package`` stands in for the ``sglang``
+    package in the target (the lab names its simulator, which has the same modules).
+    """
+    text = ' '.join(str(launch if launch is not None else '').split())
+    module = LAUNCH_MODULE.match(text)
+    script = LAUNCH_SCRIPT.match(text)
+    if module:
+        target, args = module.group(1), []
+    elif script and script.group(1) in CONSOLE_SCRIPTS:
+        target, args = CONSOLE_SCRIPTS[script.group(1)], [script.group(2)]
+    else:
+        raise ReleaseSetError('launch must be "python -m <module>" or "<console script> <subcommand>" of %s'
+                              ' (such as "sglang serve"), got %r' % (', '.join(sorted(CONSOLE_SCRIPTS)), launch))
+    package = str(package or 'sglang')
+    if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', package):
+        raise ReleaseSetError('the package that stands in for sglang must be a top-level Python package name,'
+                              ' got %r' % (package,))
+    if target == 'sglang' or target.startswith('sglang.'):
+        target = package + target[len('sglang'):]
+    return {'target': target, 'args': args}
 
 
 def pinned_versions(release, overrides=None):

@@ -22,7 +22,7 @@ NODE = 'lab-sglang_server'
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
 # The converge configuration, which every sglang_server row starts from.
 SERVER = {
-    "sglang_server_module": "inferops_lab_sglang_sim.launch_server",
+    "sglang_server_package": "inferops_lab_sglang_sim",
     "sglang_server_extra_env": SIM_ENV,
     "sglang_server_read_write_paths": ["-/run/inferops-lab"],
     "sglang_server_predownload": False,
@@ -313,7 +313,7 @@ SERVER_UNDER_LOCK = """
 def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_path):
     playbook = tmp_path / "server.yml"
     playbook.write_text(SERVER_UNDER_LOCK)
-    broken = dict(SERVER, sglang_server_module="inferops_lab_no_such_module", sglang_server_health_timeout=900,
+    broken = dict(SERVER, sglang_server_package="inferops_lab_no_such_package", sglang_server_health_timeout=900,
                   sglang_server_start_limit_burst=2)
     rc, output = ansible_playbook(str(playbook), "-e", json.dumps(broken))
     assert rc != 0

@@ -166,3 +166,65 @@ def test_ready_is_answered_as_the_installed_release_answers_it(has_ready, loaded
         server.shutdown()
         server.server_close()
     assert answered == status
+
+
+FAMILIES = os.path.join(os.path.dirname(__file__), '..', 'plugins', 'module_utils', 'fixtures', 'sglang_metrics')
+
+
+def _declared_families(version):
+    with open(os.path.join(FAMILIES, 'sglang-%s-metric-families.txt' % version)) as handle:
+        return dict(line.split() for line in handle if line.strip())
+
+
+def _scrape_after_two_requests(release):
+    metrics = sim.Metrics('glm-5', None, release)
+    for ident, stream in (('a', True), ('b', False)):
+        metrics.start(ident, 12, stream)
+        metrics.tokens(ident, 4)
+        metrics.tokens(ident, 4)
+        metrics.finish(ident)
+    return metrics.exposition()
+
+
+@pytest.mark.parametrize('version, release', [('0.5.9', (0, 5, 9)), ('0.5.23', (0, 5, 23))])
+def test_the_server_exports_its_releases_metric_names(version, release):
+    import yaml
+    text = _scrape_after_two_requests(release)
+    declared = _declared_families(version)
+    exported = dict(line.split()[2:4] for line in text.splitlines() if line.startswith('# TYPE '))
+    # Every family it exports is one the release's wheel declares, with the same type.
+    assert exported and all(declared.get(name) == kind for name, kind in exported.items()), exported
+    with open(os.path.join(SIM, '..', '..', '..', '..', 'roles', 'sglang', 'vars', 'release_sets.yml')) as handle:
+        recorded = yaml.safe_load(handle)['_sglang_release_sets'][version]['metrics']
+    # And every family monitoring reads of that release (its release set's list).
+    assert sorted(set(recorded) - set(exported)) == []
+    # 0.5.23 times each request's output tokens and splits the tokenizer's series by is_streaming.
+    assert ('sglang:request_time_per_output_token_seconds' in exported) is (release >= (0, 5, 23))
+    streaming = [line for line in text.splitlines() if line.startswith('sglang:generation_tokens_total{')]
+    if release >= (0, 5, 23):
+        assert sorted(line.split('is_streaming="')[1][:4] for line in streaming) == ['fals', 'true']
+        assert sum(float(line.split()[-1]) for line in streaming) == 16.0
+    else:
+        assert streaming == ['sglang:generation_tokens_total{model_name="glm-5"} 16.0']
+
+
+@pytest.mark.parametrize('release, argv, started', [
+    ((0, 5, 23), ['serve', '--model', 'm', '--port', '1'], ['--model', 'm', '--port', '1']),
+    ((0, 5, 9), ['serve', '--model-path', 'm'], ['--model-path', 'm']),
+])
+def test_sglang_serve_starts_the_server_with_the_arguments_after_it(monkeypatch, release, argv, started):
+    from inferops_lab_sglang_sim.cli import main as cli
+    calls = []
+    monkeypatch.setattr(sim, 'installed_release', lambda: release)
+    monkeypatch.setattr(sim, 'main', lambda args: calls.append(args) or 0)
+    monkeypatch.setattr(sys, 'argv', ['sglang'] + argv)
+    assert cli.main() == 0 and calls == [started]
+
+
+def test_sglang_serve_of_0_5_9_needs_model_path_as_its_cli_does(monkeypatch):
+    from inferops_lab_sglang_sim.cli import main as cli
+    monkeypatch.setattr(sim, 'installed_release', lambda: (0, 5, 9))
+    monkeypatch.setattr(sim, 'main', lambda args: pytest.fail('started'))
+    monkeypatch.setattr(sys, 'argv', ['sglang', 'serve', '--model', 'm'])
+    with pytest.raises(Exception, match='sglang serve --model-path'):
+        cli.main()

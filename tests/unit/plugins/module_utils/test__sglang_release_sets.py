@@ -14,6 +14,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deployment impor
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import (
     ReleaseSetError,
     driver_branch,
+    launch_entry,
     node_errors,
     pinned_versions,
     python_fits,
@@ -221,6 +222,8 @@ def test_the_upgrade_guide_lists_every_set_as_shipped():
     assert rows['CUDA toolkit'] == [SETS[name]['cuda'] for name in names]
     assert rows['lowest driver branch'] == [SETS[name]['driver_branch_min'] for name in names]
     assert rows['Python'] == [SETS[name]['python'] for name in names]
+    assert rows['start command'] == [release_set(name, SETS)['launch'] for name in names]
+    assert rows['ready endpoint'] == [release_set(name, SETS)['ready_path'] for name in names]
 
 
 def test_each_release_says_which_endpoint_means_ready():
@@ -230,3 +233,67 @@ def test_each_release_says_which_endpoint_means_ready():
     # A set of the inventory's own that names none is polled on /health, which every release has.
     own = dict((key, value) for key, value in SETS['0.5.23'].items() if key != 'ready_path')
     assert release_set('0.5.23', {'0.5.23': own})['ready_path'] == '/health'
+
+
+def test_each_release_starts_its_server_the_way_the_release_recommends():
+    # 0.5.23's launch_server.py warns "'sglang serve' is the recommended entrypoint"; 0.5.9's does not.
+    assert release_set('0.5.23', SETS)['launch'] == 'sglang serve'
+    assert release_set('0.5.9', SETS)['launch'] == 'python -m sglang.launch_server'
+    own = dict((key, value) for key, value in SETS['0.5.23'].items() if key != 'launch')
+    assert release_set('0.5.23', {'0.5.23': own})['launch'] == 'python -m sglang.launch_server'
+
+
+@pytest.mark.parametrize('launch, package, entry', [
+    ('python -m sglang.launch_server', 'sglang', {'target': 'sglang.launch_server', 'args': []}),
+    ('python3  -m  sglang.launch_server', 'sglang', {'target': 'sglang.launch_server', 'args': []}),
+    # The console script of the wheel's entry_points.txt: sglang = sglang.cli.main:main.
+    ('sglang serve', 'sglang', {'target': 'sglang.cli.main:main', 'args': ['serve']}),
+    ('sglang serve', 'inferops_lab_sglang_sim', {'target': 'inferops_lab_sglang_sim.cli.main:main', 'args': ['serve']}),
+    ('python -m sglang.launch_server', 'inferops_lab_sglang_sim',
+     {'target': 'inferops_lab_sglang_sim.launch_server', 'args': []}),
+    # A module outside the sglang package runs as it is named.
+    ('python -m my_server.main', 'inferops_lab_sglang_sim', {'target': 'my_server.main', 'args': []}),
+])
+def test_the_launch_names_what_the_launcher_runs(launch, package, entry):
+    assert launch_entry(launch, package) == entry
+
+
+@pytest.mark.parametrize('launch', ['sglang', 'vllm serve', 'python -m', 'python -m sglang;rm', '', None,
+                                    'sglang serve --port 1'])
+def test_a_launch_of_neither_form_is_refused_naming_the_value(launch):
+    with pytest.raises(ReleaseSetError, match=r'launch must be "python -m <module>" or .*got %s'
+                       % re.escape(repr(launch))):
+        launch_entry(launch)
+    assert any('launch must be' in problem for problem in release_problems('0.5.23', dict(SETS['0.5.23'], launch=launch)))
+
+
+METRIC_FAMILIES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang_metrics')
+
+
+def wheel_metric_families(version):
+    """The sglang: metric families the release's wheel declares (fixtures/sglang_metrics/, read from its source)."""
+    with open(os.path.join(METRIC_FAMILIES, 'sglang-%s-metric-families.txt' % version)) as handle:
+        return dict(line.split() for line in handle if line.strip())
+
+
+@pytest.mark.parametrize('name', sorted(SETS))
+def test_every_metric_a_set_records_is_one_its_wheel_declares(name):
+    release = release_set(name, SETS)
+    declared = wheel_metric_families(release['packages']['sglang'])
+    assert len(declared) > 90 and release['metrics']
+    assert [metric for metric in release['metrics'] if metric not in declared] == []
+
+
+def test_the_metric_families_of_the_two_releases_differ_where_the_wheels_do():
+    old, new = wheel_metric_families('0.5.9'), wheel_metric_families('0.5.23')
+    # Both have inter_token_latency_seconds; only 0.5.23 times each request's output tokens.
+    assert old['sglang:inter_token_latency_seconds'] == new['sglang:inter_token_latency_seconds'] == 'histogram'
+    assert 'sglang:request_time_per_output_token_seconds' in new
+    assert not [name for name in list(old) + list(new) if 'time_per_output_token' in name
+                and name != 'sglang:request_time_per_output_token_seconds']
+
+
+@pytest.mark.parametrize('metrics', ['sglang:num_running_reqs', ['num_running_reqs'], [1]])
+def test_metrics_that_are_not_a_list_of_sglang_families_are_refused(metrics):
+    problems = release_problems('0.5.23', dict(SETS['0.5.23'], metrics=metrics))
+    assert any('metrics must list' in problem for problem in problems)

@@ -168,3 +168,58 @@ def test_every_router_metric_the_dashboard_and_alerts_read_is_one_the_router_exp
     assert ('smg_worker_health', 'alert SGLangRouterNoHealthyWorker') in used
     missing = sorted('%s (%s)' % (name, where) for name, where in used if name not in series)
     assert not missing, '%s does not export: %s' % (package, ', '.join(missing))
+
+
+# SGLang's metric families as each shipped release's wheel declares them (read from its source by
+# tests/unit/plugins/module_utils/fixtures/sglang_metrics/list_metric_families.py), and what each
+# release set records of them.
+SGLANG_FAMILIES = os.path.join(REPO, 'tests', 'unit', 'plugins', 'module_utils', 'fixtures', 'sglang_metrics')
+RELEASE_SETS = load_yaml('roles', 'sglang', 'vars', 'release_sets.yml')['_sglang_release_sets']
+SGLANG_METRIC = re.compile(r'__name__=~"sglang\[:_\]([a-z0-9_]+)"')
+# The series a family of each type exports (prometheus_client: a counter's name ends in _total).
+SERIES_SUFFIXES = {'gauge': ('',), 'counter': ('',), 'histogram': ('_bucket', '_sum', '_count'),
+                   'summary': ('', '_sum', '_count')}
+
+
+def release_series(version):
+    with open(os.path.join(SGLANG_FAMILIES, 'sglang-%s-metric-families.txt' % version)) as handle:
+        families = dict(line.split() for line in handle if line.strip())
+    return dict((family.split(':', 1)[1] + suffix, family) for family, kind in families.items()
+                for suffix in SERIES_SUFFIXES[kind])
+
+
+def sglang_metrics_used():
+    used = set()
+    for title, expr in dashboard_queries():
+        used.update((name, 'dashboard panel %r' % title) for name in SGLANG_METRIC.findall(expr))
+    for rule in yaml.safe_load(render_rules())['groups'][0]['rules']:
+        used.update((name, 'alert %s' % rule['alert']) for name in SGLANG_METRIC.findall(rule['expr']))
+    return used
+
+
+def not_exported(version, used):
+    series = release_series(version)
+    return sorted('%s (%s)' % (name, where) for name, where in used if name not in series)
+
+
+@pytest.mark.parametrize('release', sorted(RELEASE_SETS))
+def test_every_sglang_metric_the_dashboard_and_alerts_read_is_one_the_release_exports(release):
+    version = RELEASE_SETS[release]['packages']['sglang']
+    used = sglang_metrics_used()
+    assert ('num_running_reqs', 'alert GPUPowerLowUnderLoad') in used
+    assert len(set(name for name, _where in used)) >= 10
+    missing = not_exported(version, used)
+    assert not missing, 'SGLang %s does not export: %s' % (release, ', '.join(missing))
+    # The release set records each family they read, as this release names it.
+    series = release_series(version)
+    unrecorded = sorted(set(series[name] for name, _where in used) - set(RELEASE_SETS[release]['metrics']))
+    assert not unrecorded, 'release set %s does not list in metrics: %s' % (release, ', '.join(unrecorded))
+
+
+def test_a_query_of_a_name_one_release_lacks_is_found_naming_its_panel():
+    # 0.5.23's per-request TPOT is not in 0.5.9; the name the issue expected is in neither release.
+    used = {('request_time_per_output_token_seconds_bucket', "dashboard panel 'TPOT'"),
+            ('time_per_output_token_seconds_bucket', 'alert SlowDecode')}
+    assert not_exported('0.5.9', used) == ["request_time_per_output_token_seconds_bucket (dashboard panel 'TPOT')",
+                                           'time_per_output_token_seconds_bucket (alert SlowDecode)']
+    assert not_exported('0.5.23', used) == ['time_per_output_token_seconds_bucket (alert SlowDecode)']

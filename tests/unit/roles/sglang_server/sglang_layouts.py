@@ -30,6 +30,26 @@ PROBE_DIR = os.environ["PROBE_DIR"]
 logger = logging.getLogger("sglang.srt.entrypoints.engine")
 '''
 
+# sglang/cli/main.py (both releases): the console script `sglang` = sglang.cli.main:main.
+_CLI_MAIN = '''
+import argparse
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    subparsers = parser.add_subparsers(dest="subcommand", required=True)
+    subparsers.add_parser("serve", add_help=False)
+    args, extra_argv = parser.parse_known_args()
+    from sglang.cli.serve import serve
+    serve(args, extra_argv)
+'''
+_CLI_SERVE = '''
+def serve(args, extra_argv):
+    from sglang.launch_server import run_server
+    from sglang.srt.server_args import prepare_server_args
+    run_server(prepare_server_args(extra_argv))
+'''
+
 SGLANG_0_5_9 = {
     'sglang/__init__.py': '',
     'sglang/srt/__init__.py': '',
@@ -80,8 +100,8 @@ class TokenizerManager:
 from sglang.srt.server_args import prepare_server_args
 from sglang.srt.managers.tokenizer_manager import TokenizerManager
 
-if __name__ == "__main__":
-    server_args = prepare_server_args(sys.argv[1:])
+
+def run_server(server_args):
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", force=True)
     logger.info(f"{server_args=}")  # entrypoints/engine.py:1031
     # entrypoints/http_server.py:606, /get_server_info and /server_info
@@ -89,7 +109,16 @@ if __name__ == "__main__":
     manager = TokenizerManager(server_args, PROBE_DIR)
     manager._dump_data_to_file([], os.path.join(PROBE_DIR, "requests.pkl"), "dump")
     manager.dump_requests_before_crash()
-''' + _REPORT,
+''' + _REPORT + '''
+
+if __name__ == "__main__":
+    run_server(prepare_server_args(sys.argv[1:]))
+''',
+    # sglang/cli/main.py and serve.py: `sglang serve ARG...` parses ARG... with the same
+    # prepare_server_args, imported when the subcommand runs, and calls launch_server.run_server.
+    'sglang/cli/__init__.py': '',
+    'sglang/cli/main.py': _CLI_MAIN,
+    'sglang/cli/serve.py': _CLI_SERVE,
 }
 
 SGLANG_0_5_23 = {
@@ -235,8 +264,9 @@ from sglang.srt.managers.tokenizer_manager import TokenizerManager
 from sglang.srt.sampling.watermarking.core import redact_watermark_secrets
 from sglang.srt.utils.common import build_server_info
 
-if __name__ == "__main__":
-    server_args = prepare_server_args(sys.argv[1:])
+
+
+def run_server(server_args):
     server_args.resolve_once()  # launch_server.py run_server
     logging.basicConfig(level=logging.INFO, format="[%(asctime)s] %(message)s", force=True)
     logger.info(f"server_args={_server_args_for_logging(server_args)}")
@@ -246,7 +276,17 @@ if __name__ == "__main__":
     manager = TokenizerManager(server_args, PROBE_DIR)
     manager._dump_data_to_file([], os.path.join(PROBE_DIR, "requests.pkl"), "dump")
     manager.dump_requests_before_crash()
-''' + _REPORT,
+''' + _REPORT + '''
+
+if __name__ == "__main__":
+    import warnings
+    warnings.warn("'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended "
+                  "entrypoint.", UserWarning, stacklevel=1)
+    run_server(prepare_server_args(sys.argv[1:]))
+''',
+    'sglang/cli/__init__.py': '',
+    'sglang/cli/main.py': _CLI_MAIN,
+    'sglang/cli/serve.py': _CLI_SERVE,
 }
 
 LAYOUTS = {'0.5.9': SGLANG_0_5_9, '0.5.23': SGLANG_0_5_23}

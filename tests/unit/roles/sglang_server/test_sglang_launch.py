@@ -183,7 +183,13 @@ API_KEY = 'sk-launch-Zq8vT3'
 ADMIN_KEY = 'sk-admin-Wm4pR7'
 
 
-def start_layout(tmp_path, files, env_keys):
+# What the unit runs for each release set's launch (release_sets.yml, launch_entry).
+LAUNCHES = {'python -m sglang.launch_server': ['sglang.launch_server'],
+            'sglang serve': ['sglang.cli.main:main', 'serve']}
+RECOMMEND_SERVE = "'sglang serve' is the recommended entrypoint"
+
+
+def start_layout(tmp_path, files, env_keys, launch='python -m sglang.launch_server'):
     """Run the launcher for real (both stages, a real exec) on an `sglang` package of `files`."""
     import hashlib
     import subprocess
@@ -193,8 +199,8 @@ def start_layout(tmp_path, files, env_keys):
     env = dict(os.environ, PYTHONPATH=write_layout(files, tmp_path / 'site'), PROBE_DIR=str(probe),
                PROBE_KEY_SHA256=hashlib.sha256(env_keys.get('SGLANG_API_KEY', '').encode()).hexdigest(),
                **env_keys)
-    proc = subprocess.run([sys.executable, LAUNCHER, 'run', 'sglang.launch_server', '--model-path', 'm',
-                           '--port', '8000'], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    command = [sys.executable, LAUNCHER, 'run'] + LAUNCHES[launch] + ['--model-path', 'm', '--port', '8000']
+    proc = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, check=False)
     written = dict((path.name, path.read_bytes()) for path in probe.iterdir())
     return proc, written
@@ -207,13 +213,14 @@ def layouts_on_path():
     sys.path.remove(os.path.dirname(__file__))
 
 
+@pytest.mark.parametrize('launch', sorted(LAUNCHES))
 @pytest.mark.parametrize('release', ['0.5.9', '0.5.23'])
 @pytest.mark.parametrize('keys', [{'SGLANG_API_KEY': API_KEY},
                                   {'SGLANG_API_KEY': API_KEY, 'SGLANG_ADMIN_API_KEY': ADMIN_KEY}],
                          ids=['api key', 'api and admin keys'])
-def test_no_key_in_what_the_release_logs_serves_or_dumps(layouts_on_path, tmp_path, release, keys):
+def test_no_key_in_what_the_release_logs_serves_or_dumps(layouts_on_path, tmp_path, release, keys, launch):
     from sglang_layouts import LAYOUTS
-    proc, written = start_layout(tmp_path, LAYOUTS[release], keys)
+    proc, written = start_layout(tmp_path, LAYOUTS[release], keys, launch)
     assert proc.returncode == 0, proc.stderr
     assert sorted(written) == ['crash_dump.pkl', 'report.json', 'requests.pkl']
     everything = proc.stdout + proc.stderr + repr(sorted(written.items()))
@@ -235,6 +242,20 @@ def test_no_key_in_what_the_release_logs_serves_or_dumps(layouts_on_path, tmp_pa
         assert "--api-key <hidden>" in report['server_info']['launch_command']
     else:
         assert "api_key='<hidden>'" in proc.stderr
+    # The console script's own name comes first, then its subcommand, as in `sglang serve ...`;
+    # `python -m` puts the module's file first.
+    if launch == 'sglang serve':
+        assert report['argv'][:3] == ['sglang', 'serve', '--model-path']
+    else:
+        assert report['argv'][0].endswith('launch_server.py') and report['argv'][1] == '--model-path'
+
+
+@pytest.mark.parametrize('launch, warned', [('python -m sglang.launch_server', True), ('sglang serve', False)])
+def test_0_5_23_started_as_its_release_set_says_does_not_warn(layouts_on_path, tmp_path, launch, warned):
+    from sglang_layouts import LAYOUTS
+    proc, _written = start_layout(tmp_path, LAYOUTS['0.5.23'], {'SGLANG_API_KEY': API_KEY}, launch)
+    assert proc.returncode == 0, proc.stderr
+    assert (RECOMMEND_SERVE in proc.stderr) is warned
 
 
 @pytest.mark.parametrize('layout', ['unknown ServerArgs', 'redaction with its own names', 'unknown dumps',

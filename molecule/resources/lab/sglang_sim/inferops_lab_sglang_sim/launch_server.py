@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import uuid
+import warnings
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 # Aggregate output rates measured on the target machine (8x RTX PRO 6000, no P2P).
@@ -97,19 +98,24 @@ def drain_then_exit(server, state, poll):
     server.shutdown()
 
 
-def release_has_ready_endpoint():
-    """Whether the SGLang release installed beside the simulator serves /ready (0.5.23 does, 0.5.9 does
-    not): the simulator answers the endpoints of the release the role validated the flags against."""
+def installed_release():
+    """The SGLang release installed beside the simulator, as (0, 5, 23); (0, 5, 9) where none is:
+    the simulator answers the endpoints and metrics of the release the role validated the flags against."""
     try:
         import importlib.metadata
         version = importlib.metadata.version("sglang")
     except Exception:
-        return False
+        return (0, 5, 9)
     numbers = []
     for part in version.split(".")[:3]:
         digits = "".join(ch for ch in part if ch.isdigit())
         numbers.append(int(digits or 0))
-    return tuple(numbers) >= (0, 5, 23)
+    return tuple(numbers)
+
+
+def release_has_ready_endpoint():
+    """Whether the installed release serves /ready (0.5.23 does, 0.5.9 does not)."""
+    return installed_release() >= (0, 5, 23)
 
 
 def warm_kernel_cache():
@@ -170,8 +176,9 @@ def topology_has_p2p():
     return all(cell == "OK" for cell in cells)
 
 
-# SGLang 0.5.9's metric names, types, help texts and default buckets, as its
-# sglang/srt/metrics/collector.py declares them (TokenizerMetricsCollector, SchedulerMetricsCollector).
+# SGLang's metric names, types, help texts and default buckets, as 0.5.9's
+# sglang/srt/metrics/collector.py and 0.5.23's sglang/srt/observability/metrics_collector.py declare
+# them (TokenizerMetricsCollector, SchedulerMetricsCollector): the same names in both for these.
 TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400)
 E2E_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400)
 ITL_BUCKETS = (0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060, 0.080,
@@ -187,6 +194,14 @@ HISTOGRAMS = (
     ("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", ITL_BUCKETS),
     ("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", E2E_BUCKETS),
 )
+# 0.5.23 only: each request's time per output token, beside the inter-token latency both have.
+REQUEST_TPOT = ("sglang:request_time_per_output_token_seconds",
+                "Per-request TPOT in seconds: (finished_time - first_token_time) / (completion_tokens - 1).",
+                ITL_BUCKETS)
+# 0.5.23 labels these series of the tokenizer with is_streaming ("true" or "false") as well.
+STREAMING_LABELLED = ("sglang:prompt_tokens_total", "sglang:generation_tokens_total", "sglang:num_requests_total",
+                      "sglang:time_to_first_token_seconds", "sglang:e2e_request_latency_seconds",
+                      "sglang:request_time_per_output_token_seconds")
 GAUGES = (
     ("sglang:num_running_reqs", "The number of running requests."),
     ("sglang:num_used_tokens", "The number of used tokens."),
@@ -211,21 +226,31 @@ class Metrics:
     moe_ep_rank), like the prometheus_client multiprocess output of the real server.
     """
 
-    def __init__(self, served, max_running):
+    def __init__(self, served, max_running, release=(0, 5, 9)):
         self.lock = threading.Lock()
+        self.histogram_specs = HISTOGRAMS + ((REQUEST_TPOT,) if release >= (0, 5, 23) else ())
+        self.streaming_labelled = release >= (0, 5, 23)
         self.tokenizer_labels = (("model_name", served),)
         self.scheduler_labels = (("model_name", served), ("engine_type", "unified"), ("tp_rank", "0"),
                                  ("pp_rank", "0"), ("moe_ep_rank", "0"))
         self.max_running = max_running
-        self.counters = dict((name, 0) for name, _help in COUNTERS)
-        self.histograms = dict((name, {"buckets": [0] * len(bounds), "count": 0, "sum": 0.0})
-                               for name, _help, bounds in HISTOGRAMS)
-        self.bounds = dict((name, bounds) for name, _help, bounds in HISTOGRAMS)
+        # Every series by its name and is_streaming ("" where the release or the family has no such label).
+        self.counters = {}
+        self.histograms = {}
+        self.bounds = dict((name, bounds) for name, _help, bounds in self.histogram_specs)
         self.requests = {}
         self.generated = []
 
-    def _observe(self, name, value, times=1, total=None):
-        histogram = self.histograms[name]
+    def _stream_label(self, name, stream):
+        return ("true" if stream else "false") if self.streaming_labelled and name in STREAMING_LABELLED else ""
+
+    def _count(self, name, value, stream=False):
+        key = (name, self._stream_label(name, stream))
+        self.counters[key] = self.counters.get(key, 0) + value
+
+    def _observe(self, name, value, times=1, total=None, stream=False):
+        key = (name, self._stream_label(name, stream))
+        histogram = self.histograms.setdefault(key, {"buckets": [0] * len(self.bounds[name]), "count": 0, "sum": 0.0})
         for i, bound in enumerate(self.bounds[name]):
             if value <= bound:
                 histogram["buckets"][i] += times
@@ -233,17 +258,18 @@ class Metrics:
         histogram["count"] += times
         histogram["sum"] += value * times if total is None else total
 
-    def start(self, ident, prompt_tokens):
+    def start(self, ident, prompt_tokens, stream=False):
         with self.lock:
             self.requests[ident] = {"prompt": prompt_tokens, "generated": 0, "started": time.monotonic(),
-                                    "last": None}
+                                    "last": None, "first": None, "stream": bool(stream)}
 
     def tokens(self, ident, count):
         now = time.monotonic()
         with self.lock:
             request = self.requests[ident]
             if request["last"] is None:
-                self._observe("sglang:time_to_first_token_seconds", now - request["started"])
+                request["first"] = now
+                self._observe("sglang:time_to_first_token_seconds", now - request["started"], stream=request["stream"])
             else:
                 interval = now - request["last"]
                 self._observe("sglang:inter_token_latency_seconds", interval / count, times=count, total=interval)
@@ -255,12 +281,16 @@ class Metrics:
         with self.lock:
             request = self.requests.pop(ident)
             if aborted:
-                self.counters["sglang:num_aborted_requests_total"] += 1
+                self._count("sglang:num_aborted_requests_total", 1)
                 return
-            self.counters["sglang:prompt_tokens_total"] += request["prompt"]
-            self.counters["sglang:generation_tokens_total"] += request["generated"]
-            self.counters["sglang:num_requests_total"] += 1
-            self._observe("sglang:e2e_request_latency_seconds", time.monotonic() - request["started"])
+            stream, now = request["stream"], time.monotonic()
+            self._count("sglang:prompt_tokens_total", request["prompt"], stream)
+            self._count("sglang:generation_tokens_total", request["generated"], stream)
+            self._count("sglang:num_requests_total", 1, stream)
+            self._observe("sglang:e2e_request_latency_seconds", now - request["started"], stream=stream)
+            if "sglang:request_time_per_output_token_seconds" in self.bounds and request["generated"] > 1:
+                self._observe("sglang:request_time_per_output_token_seconds",
+                              (now - request["first"]) / (request["generated"] - 1), stream=stream)
 
     def _gauges(self):
         now = time.monotonic()
@@ -291,27 +321,38 @@ class Metrics:
                 lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s gauge" % name,
                           "%s%s %s" % (name, self._labels(self.scheduler_labels), _number(gauges[name]))]
             for name, help_text in COUNTERS:
-                lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s counter" % name,
-                          "%s%s %s" % (name, self._labels(self.tokenizer_labels), _number(self.counters[name]))]
-            for name, help_text, bounds in HISTOGRAMS:
-                histogram = self.histograms[name]
+                lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s counter" % name]
+                # A labelled series appears once it has counted, as prometheus_client's do; an
+                # unlabelled family (0.5.9) shows its zero from the start.
+                series = sorted(stream for (family, stream) in self.counters if family == name) \
+                    or ([] if self._stream_label(name, False) else [""])
+                for stream in series:
+                    labels = self.tokenizer_labels + ((("is_streaming", stream),) if stream else ())
+                    lines.append("%s%s %s" % (name, self._labels(labels), _number(self.counters.get((name, stream), 0))))
+            for name, help_text, bounds in self.histogram_specs:
                 lines += ["# HELP %s %s" % (name, help_text), "# TYPE %s histogram" % name]
-                cumulative = 0
-                for bound, count in zip(bounds, histogram["buckets"]):
-                    cumulative += count
-                    labels = self._labels((("le", _number(bound)),) + self.tokenizer_labels)
-                    lines.append("%s_bucket%s %s" % (name, labels, _number(cumulative)))
-                labels = self._labels((("le", "+Inf"),) + self.tokenizer_labels)
-                lines.append("%s_bucket%s %s" % (name, labels, _number(histogram["count"])))
-                lines.append("%s_count%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["count"])))
-                lines.append("%s_sum%s %s" % (name, self._labels(self.tokenizer_labels), _number(histogram["sum"])))
+                series = sorted(stream for (family, stream) in self.histograms if family == name) \
+                    or ([] if self._stream_label(name, False) else [""])
+                for stream in series:
+                    empty = {"buckets": [0] * len(bounds), "count": 0, "sum": 0.0}
+                    histogram = self.histograms.get((name, stream)) or empty
+                    own = self.tokenizer_labels + ((("is_streaming", stream),) if stream else ())
+                    cumulative = 0
+                    for bound, count in zip(bounds, histogram["buckets"]):
+                        cumulative += count
+                        labels = self._labels((("le", _number(bound)),) + own)
+                        lines.append("%s_bucket%s %s" % (name, labels, _number(cumulative)))
+                    labels = self._labels((("le", "+Inf"),) + own)
+                    lines.append("%s_bucket%s %s" % (name, labels, _number(histogram["count"])))
+                    lines.append("%s_count%s %s" % (name, self._labels(own), _number(histogram["count"])))
+                    lines.append("%s_sum%s %s" % (name, self._labels(own), _number(histogram["sum"])))
         return "\n".join(lines) + "\n"
 
 
 class _NoMetrics:
     """Without --enable-metrics the server keeps no metrics (and /metrics answers 404)."""
 
-    def start(self, ident, prompt_tokens):
+    def start(self, ident, prompt_tokens, stream=False):
         pass
 
     def tokens(self, ident, count):
@@ -547,7 +588,7 @@ def make_handler(state):
             budget.enter()
             metrics = state["metrics"] or NO_METRICS
             ident = uuid.uuid4().hex
-            metrics.start(ident, usage["prompt_tokens"])
+            metrics.start(ident, usage["prompt_tokens"], bool(request.get("stream")))
             aborted = True
             try:
                 if request.get("stream"):
@@ -634,7 +675,7 @@ def main(argv=None):
         "in_flight": InFlight(),
         "kernel_cache": "none",
         "budget": TokenBudget(rate, load, os.environ.get("INFEROPS_LAB_SIM_SEED", "0"), noise),
-        "metrics": Metrics(served, args.max_running_requests) if args.enable_metrics else None,
+        "metrics": Metrics(served, args.max_running_requests, installed_release()) if args.enable_metrics else None,
         "diverge_at": int(diverge) if diverge not in (None, "") else None,
         "info": {"model_path": args.model_path, "served_model_name": served, "tp_size": args.tensor_parallel_size,
                  "enable_flashinfer_allreduce_fusion": fusion, "p2p": p2p, "ignored_flags": len(ignored),
@@ -672,4 +713,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    if installed_release() >= (0, 5, 23):
+        # As SGLang 0.5.23's launch_server.py warns when run as a module.
+        warnings.warn("'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended "
+                      "entrypoint.\n  Example: sglang serve --model-path <model> [options]", UserWarning, stacklevel=1)
     sys.exit(main())
