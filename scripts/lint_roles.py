@@ -43,6 +43,8 @@ import sys
 
 import yaml
 
+from lint_single_source import check_argument_merges, check_secret_lists
+
 SCANNED_DIRS = ('roles', 'playbooks', 'molecule', 'inventories')
 SCANNED_FILES = ('deploy.yml',)
 TEXT_SUFFIXES = ('.yml', '.yaml', '.j2', '.py', '.md')
@@ -50,10 +52,6 @@ TEXT_SUFFIXES = ('.yml', '.yaml', '.j2', '.py', '.md')
 NOT_CODE_SUFFIXES = ('.md', '.py')
 MODULE_UTILS = os.path.join('plugins', 'module_utils')
 MODULE_UTILS_MAX_LINES = 500
-SECRETS_MODULE = os.path.join(MODULE_UTILS, '_secrets.py')
-# The lists of the secrets module that hold exact names. Its words and markers (``secret``,
-# ``TOKEN``) are matched inside other names and are too common to look for on their own.
-SECRET_NAME_LISTS = ('SERVER_SECRET_DESTS', 'SERVER_SECRET_FLAGS', 'ROUTER_SECRET_DESTS', 'SECRET_ENV_NAMES')
 
 
 def roles(root):
@@ -161,82 +159,6 @@ def check_module_utils_size(root):
         if count > MODULE_UTILS_MAX_LINES:
             problems.append('%s: %d lines, more than %d: split it into modules of one job each'
                             % (os.path.relpath(path, root), count, MODULE_UTILS_MAX_LINES))
-    return problems
-
-
-def secret_names(root):
-    """The exact secret names of the secrets module, in both spellings (admin_api_key, admin-api-key)."""
-    found = runpy.run_path(os.path.join(root, SECRETS_MODULE))
-    names = set()
-    for list_name in SECRET_NAME_LISTS:
-        for name in found[list_name]:
-            names.update((name, name.replace('_', '-'), name.replace('-', '_')))
-    return names
-
-
-def assigned_names(node):
-    """Names an assignment binds: ``A = ...``, ``A, B = ...``, ``self.A = ...``."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-    for target in targets:
-        for part in ast.walk(target):
-            if isinstance(part, ast.Name) and isinstance(part.ctx, ast.Store):
-                yield part.id
-            elif isinstance(part, ast.Attribute) and isinstance(part.ctx, ast.Store):
-                yield part.attr
-
-
-def check_secret_lists(root):
-    if not os.path.exists(os.path.join(root, SECRETS_MODULE)):
-        return []
-    names = secret_names(root)
-    problems = []
-    for path in python_files(root, 'plugins'):
-        relative = os.path.relpath(path, root)
-        if relative == SECRETS_MODULE:
-            continue
-        with open(path) as handle:
-            tree = ast.parse(handle.read(), relative)
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                # Upper case only: constants are named so, and locals such as `secret = ...` hold no list.
-                for name in assigned_names(node):
-                    if 'SECRET' in name:
-                        problems.append('%s:%d defines %s: secret names are defined once, in %s; import them'
-                                        ' from there' % (relative, node.lineno, name, SECRETS_MODULE))
-            elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-                listed = sorted(set(item.value for item in node.elts if isinstance(item, ast.Constant)
-                                    and isinstance(item.value, str) and item.value in names))
-                if listed:
-                    problems.append('%s:%d lists the secret name(s) %s: import the list from %s instead'
-                                    % (relative, node.lineno, ', '.join(listed), SECRETS_MODULE))
-    return problems
-
-
-# The server's arguments are merged in one place for readers without the installed SGLang
-# (plugins/module_utils/_server_arguments.py) and in one with it (the validator's layers).
-ARGUMENT_MERGERS = ('plugins/module_utils/_server_arguments.py', 'plugins/module_utils/_sglang_server_args.py')
-# Jinja laying the extra arguments over the arguments, and Python updating a mapping with them.
-JINJA_ARGUMENT_MERGE = re.compile(r'combine\([^)]*sglang_server_extra_args')
-PYTHON_ARGUMENT_MERGE = re.compile(r'\.update\([^)]*extra_args')
-
-
-def check_argument_merges(root, files):
-    """A second merge of the server's arguments drifts from the first: read _server_arguments."""
-    problems = []
-    for path, text in files:
-        for number, line in enumerate(text.splitlines(), 1):
-            if JINJA_ARGUMENT_MERGE.search(line):
-                problems.append('%s:%d merges sglang_server_extra_args itself: use the filters inferops.serving.'
-                                'server_port / tp_size or sglang_server_deployment' % (os.path.relpath(path, root), number))
-    for path in python_files(root, 'plugins'):
-        relative = os.path.relpath(path, root)
-        if relative in ARGUMENT_MERGERS:
-            continue
-        with open(path) as handle:
-            for number, line in enumerate(handle.read().splitlines(), 1):
-                if PYTHON_ARGUMENT_MERGE.search(line):
-                    problems.append('%s:%d merges the extra arguments itself: use _server_arguments.'
-                                    'effective_arguments' % (relative, number))
     return problems
 
 

@@ -22,10 +22,12 @@ def lint(root):
 
 @pytest.fixture
 def tree(tmp_path):
-    for name in ('roles', 'playbooks', 'inventories'):
-        shutil.copytree(os.path.join(ROOT, name), str(tmp_path / name))
+    # Every folder the lint reads for variables, so that the copy is as clean as the collection and
+    # each planted problem is the only one.
+    for name in ('roles', 'playbooks', 'inventories', 'molecule'):
+        shutil.copytree(os.path.join(ROOT, name), str(tmp_path / name),
+                        ignore=shutil.ignore_patterns('__pycache__', '.cache'))
     shutil.copy(os.path.join(ROOT, 'deploy.yml'), str(tmp_path / 'deploy.yml'))
-    shutil.copytree(os.path.join(ROOT, 'molecule', 'default'), str(tmp_path / 'molecule' / 'default'))
     return tmp_path
 
 
@@ -53,6 +55,14 @@ def test_the_collection_passes():
     result = lint(ROOT)
     assert problems(result) == [], result.stdout
     assert result.returncode == 0
+
+
+def test_the_copied_trees_are_clean(tree):
+    result = lint(tree)
+    assert problems(result) == [] and result.returncode == 0, result.stdout
+    shutil.copytree(os.path.join(ROOT, 'plugins'), str(tree / 'plugins'), ignore=shutil.ignore_patterns('__pycache__'))
+    result = lint(tree)
+    assert problems(result) == [] and result.returncode == 0, result.stdout
 
 
 def test_a_playbook_reading_a_private_register_of_a_role_fails(tree):
@@ -249,3 +259,95 @@ def test_an_entry_point_lists_exactly_the_options_its_tasks_read(tree):
         in result.stdout
     assert 'entry point topology reads serving_history_path' in result.stdout
     assert 'serving_deploy_record_path' not in result.stdout
+
+
+def merge_problem(path, line):
+    return '%s:%d merges the extra arguments itself: use _server_arguments.effective_arguments' % (path, line)
+
+
+@pytest.mark.parametrize('planted', [
+    "merged = {**args, **extra_args}",
+    "merged = dict(args, **extra_args)",
+    "merged = args | extra_args",
+    "merged = ChainMap(extra_args, args)",
+    # Through an alias, and a layer read by its key.
+    "extra = params['extra_args']\n    merged = {**args, **extra}",
+    "layers = (args, params.get('extra_args'))\n    merged = {}\n    for layer in layers:\n        merged.update(layer)",
+    "merged = dict(args)\n    for flag, value in extra_args.items():\n        merged[flag] = value",
+    "merged = dict(args)\n    merged |= extra_args",
+])
+def test_a_second_merge_of_the_server_arguments_in_python_fails(tree_with_plugins, planted):
+    inputs = tree_with_plugins / 'plugins' / 'module_utils' / '_inputs.py'
+    before = line_count(inputs)
+    append(inputs, "\n\ndef _port(args, params, extra_args):\n    %s\n    return merged.get('port')\n" % planted)
+    result = lint(tree_with_plugins)
+    assert result.returncode == 1
+    lines = [n for n in range(before + 1, line_count(inputs) + 1)
+             if merge_problem('plugins/module_utils/_inputs.py', n) in result.stdout]
+    assert lines, result.stdout
+    assert problems(result) == [merge_problem('plugins/module_utils/_inputs.py', n) for n in lines]
+
+
+def test_a_merge_outside_the_one_function_of_its_own_file_fails(tree_with_plugins):
+    module = tree_with_plugins / 'plugins' / 'module_utils' / '_server_arguments.py'
+    append(module, "\n\ndef port(args, extra_args):\n    return {**args, **extra_args}.get('port')\n")
+    result = lint(tree_with_plugins)
+    assert problems(result) == [merge_problem('plugins/module_utils/_server_arguments.py', line_count(module))]
+
+
+def test_reading_the_merge_from_its_function_passes(tree_with_plugins):
+    inputs = tree_with_plugins / 'plugins' / 'module_utils' / '_inputs.py'
+    append(inputs, "\n\ndef _where(args, extra_args):\n    merged = effective_arguments(args, extra_args)\n"
+                   "    result = {'port': merged.get('port')}\n    result.update(host=merged.get('host'))\n"
+                   "    return result\n")
+    result = lint(tree_with_plugins)
+    assert problems(result) == [] and result.returncode == 0, result.stdout
+
+
+JINJA_MERGE = 'merges sglang_server_extra_args itself: use the filters inferops.serving.server_port / tp_size'
+
+
+@pytest.mark.parametrize('planted, offset', [
+    # Split over two lines: the problem is on the line of the merge.
+    ("{{ sglang_server_args | combine(\n     sglang_server_extra_args) }}\n", 0),
+    ("{{ [sglang_server_args,\n    hostvars[host]['sglang_server_extra_args']] | combine }}\n", 1),
+    # Through a Jinja alias.
+    ("{% set extra = hostvars[host]['sglang_server_extra_args'] | default({}) %}\n"
+     "{{ hostvars[host]['sglang_server_args'] | combine(extra) }}\n", 1),
+])
+def test_a_second_merge_of_the_server_arguments_in_jinja_fails(tree, planted, offset):
+    template = tree / 'roles' / 'monitoring' / 'templates' / 'prometheus.yml.j2'
+    before = line_count(template)
+    append(template, planted)
+    result = lint(tree)
+    assert result.returncode == 1
+    assert problems(result) == ['roles/monitoring/templates/prometheus.yml.j2:%d %s' % (before + 1 + offset, JINJA_MERGE)
+                                + ' or sglang_server_deployment']
+
+
+def test_a_merge_through_a_variable_set_from_the_extra_arguments_fails(tree):
+    tasks = tree / 'roles' / 'monitoring' / 'tasks' / 'main.yml'
+    append(tasks, '\n- name: Where the server listens\n  ansible.builtin.debug:\n'
+                  '    msg: "{{ sglang_server_args | combine(__extra) }}"\n'
+                  '  vars:\n    __extra: "{{ sglang_server_extra_args | default({}) }}"\n')
+    result = lint(tree)
+    assert result.returncode == 1
+    assert problems(result) == ['roles/monitoring/tasks/main.yml:%d %s or sglang_server_deployment'
+                                % (line_count(tasks) - 2, JINJA_MERGE)]
+
+
+@pytest.mark.parametrize('planted, names', [
+    ("_HIDDEN = {'api_key': True, 'admin_api_key': True}", 'admin_api_key, api_key'),
+    ("_ENV_SHOWN = {'HF_TOKEN': '(hidden)', 'PATH': None}", 'HF_TOKEN'),
+    ("_HIDDEN = dict(api_key=1)", 'api_key'),
+    ("_HIDDEN = frozenset(['API-KEY', 'Admin_Api_Key'])", 'API-KEY, Admin_Api_Key'),
+    ("_HIDDEN = 'api_key admin-api-key'.split()", 'admin-api-key, api_key'),
+    ("_HIDDEN = 'HF_TOKEN'", 'HF_TOKEN'),
+])
+def test_a_second_definition_of_secret_names_fails_whatever_its_spelling(tree_with_plugins, planted, names):
+    report = tree_with_plugins / 'plugins' / 'module_utils' / '_report.py'
+    append(report, '\n\n%s\n' % planted)
+    result = lint(tree_with_plugins)
+    assert result.returncode == 1
+    assert problems(result) == ['plugins/module_utils/_report.py:%d lists the secret name(s) %s: import the list from'
+                                ' plugins/module_utils/_secrets.py instead' % (line_count(report), names)]
