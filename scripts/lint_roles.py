@@ -38,7 +38,6 @@ Usage: python scripts/lint_roles.py [ROOT]           exit 1 and one line per pro
 import ast
 import os
 import re
-import runpy
 import sys
 
 import yaml

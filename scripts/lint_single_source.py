@@ -232,8 +232,8 @@ def python_argument_merges(root):
         relative = os.path.relpath(path, root).replace(os.sep, '/')
         with open(path) as handle:
             tree = ast.parse(handle.read(), relative)
-        scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                                         ast.Lambda, ast.ClassDef))]
+        scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, scope_types)]
         for scope in scopes:
             if (relative, getattr(scope, 'name', None)) in ARGUMENT_MERGERS:
                 continue
@@ -252,12 +252,10 @@ def _variables(value, defines=False):
             if defines and isinstance(item, str):
                 yield key, item
             sets = key in ('vars', 'set_fact', 'ansible.builtin.set_fact')
-            for pair in _variables(item, sets):
-                yield pair
+            yield from _variables(item, sets)
     elif isinstance(value, list):
         for item in value:
-            for pair in _variables(item):
-                yield pair
+            yield from _variables(item)
 
 
 def _defines_variables(path):
