@@ -47,7 +47,7 @@ def _this_run():
 
 class ActionModule(ActionBase):
 
-    _VALID_ARGS = frozenset(('state', 'path', 'purpose', 'wait', 'poll', 'force'))
+    _VALID_ARGS = frozenset(('state', 'path', 'purpose', 'wait', 'poll', 'force', 'reboot_bound'))
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -67,7 +67,8 @@ class ActionModule(ActionBase):
         while True:
             outcome = self._execute_module(module_name='inferops.serving.node_lock', module_args=args,
                                            task_vars=task_vars)
-            if outcome.get('failed') or args.get('state', 'present') == 'absent' or outcome.get('acquired'):
+            # Only acquiring waits: releasing and marking the lock before a reboot touch this run's own lock.
+            if outcome.get('failed') or args.get('state', 'present') != 'present' or outcome.get('acquired'):
                 result.update(outcome)
                 # Said by the lock task: this run waited, so what it does next follows the other run.
                 result.update(waited=int(time.time() - started) if waited_for else 0, waited_for=waited_for)

@@ -8,8 +8,15 @@ node before it changes anything and removes it at the end. A second run finds th
 waits a bounded time, or fails saying who holds it since when. A record left behind by a run
 that was killed is recognised as stale when
 
-- the node has rebooted since it was written (its boot id differs), or
+- the node has rebooted since it was written (its boot id differs) and the record does not say
+  that its run is rebooting the node, or
+- it says that its run is rebooting the node, and the bound that run gave for the node to come
+  back has passed, or
 - it names this controller and a process that no longer runs there (checked on the controller).
+
+A run that reboots the node itself (the driver install) marks its record first (``mark_rebooting``):
+the lock outlives the boot it was taken in, another run finds it held and names the rebooting run,
+and the holder takes it into the new boot (``decide`` answers ``refresh``) when the node is back.
 
 Modules that edit files on the node also take an ``flock`` while they work (``held_flock``):
 killing ``ansible-playbook`` does not stop a module already running on the node, so a run that
@@ -26,7 +33,8 @@ import json
 import os
 import time
 
-RECORD_KEYS = ('run_id', 'controller', 'user', 'pid', 'playbook', 'purpose', 'since', 'epoch', 'boot_id')
+RECORD_KEYS = ('run_id', 'controller', 'user', 'pid', 'playbook', 'purpose', 'since', 'epoch', 'boot_id',
+               'rebooting_until')
 FLOCK_DIR = '/run/lock'
 
 
@@ -63,28 +71,59 @@ def parse_record(text):
     return record
 
 
-def decide(current, holder, boot_id, break_run_id=None):
+def mark_rebooting(record, now, bound):
+    """The record of a run about to reboot the node: it holds the lock until ``now + bound``."""
+    marked = dict(record)
+    marked['rebooting_until'] = round(now + bound, 3)
+    return marked
+
+
+def is_rebooting(record, now):
+    """True while the record says its run reboots the node and the bound it gave has not passed."""
+    until = record.get('rebooting_until')
+    return isinstance(until, (int, float)) and not isinstance(until, bool) and now < until
+
+
+def decide(current, holder, boot_id, break_run_id=None, now=None):
     """What acquiring means now.
 
     Returns ``(action, reason)``: ``take`` (free, stale, or broken on purpose), ``keep`` (this
-    run already holds it) or ``held`` (someone else does).
+    run already holds it), ``refresh`` (this run holds it from before a reboot: write it again
+    with this boot's id and without the rebooting mark) or ``held`` (someone else does).
     """
+    now = time.time() if now is None else now
     if current is None:
         return 'take', None
     if current.get('run_id') == run_id(holder):
+        if current.get('rebooting_until') is not None or (boot_id and current.get('boot_id') != boot_id):
+            return 'refresh', None
         return 'keep', None
-    if current.get('boot_id') and boot_id and current.get('boot_id') != boot_id:
-        return 'take', 'the node rebooted since %s; the run that held the lock ended with that boot' % describe(current)
     if break_run_id and current.get('run_id') == break_run_id:
         return 'take', 'took over the lock of %s, which no longer runs' % describe(current)
+    if current.get('rebooting_until') is not None:
+        if is_rebooting(current, now):
+            return 'held', None
+        return 'take', ('%s rebooted the node and was to be back by %s; it did not take its lock again, so its'
+                        ' run ended' % (describe(current), iso_utc(current['rebooting_until'])))
+    if current.get('boot_id') and boot_id and current.get('boot_id') != boot_id:
+        return 'take', 'the node rebooted since %s; the run that held the lock ended with that boot' % describe(current)
     return 'held', None
 
 
+def refreshed(record, boot_id):
+    """This run's record carried into the boot it rebooted the node into."""
+    record = dict((key, value) for key, value in record.items() if key != 'rebooting_until')
+    record['boot_id'] = boot_id
+    return record
+
+
 def describe(record):
-    return '%s@%s (pid %s, %s%s) since %s' % (
+    rebooting = record.get('rebooting_until')
+    return '%s@%s (pid %s, %s%s) since %s%s' % (
         record.get('user') or '?', record.get('controller') or '?', record.get('pid') or '?',
         record.get('playbook') or '?', (', ' + record['purpose']) if record.get('purpose') else '',
-        record.get('since') or '?')
+        record.get('since') or '?',
+        (', rebooting the node (back by %s)' % iso_utc(rebooting)) if isinstance(rebooting, (int, float)) else '')
 
 
 def held_message(current, path, waited):

@@ -20,6 +20,11 @@ description:
     when it names this controller and a process that no longer runs there; O(force=true) takes
     over any lock (after a run was killed on another controller).
   - With O(state=absent), removes the lock if this run holds it; a lock of another run is left alone.
+  - With O(state=rebooting), a run that holds the lock and is about to reboot the node marks its
+    record so that the lock outlives the boot. Another run finds it held (naming the run and that
+    it reboots the node) until the run takes it again after the reboot with O(state=present), or
+    until O(reboot_bound) seconds have passed (then the lock is stale). Without a lock of this run
+    it does nothing.
   - The controller side (this module's action plugin) fills in the holder and does the waiting.
   - The lock leaves the node as it found it, so the module always reports C(changed=false).
     In check mode the lock is only read; a check run fails when another run holds it.
@@ -30,9 +35,10 @@ author:
   - inferops.serving maintainers (!UNKNOWN)
 options:
   state:
-    description: V(present) acquires, V(absent) releases.
+    description: V(present) acquires (after this run's own reboot, takes its lock into the new boot),
+      V(absent) releases, V(rebooting) marks this run's lock before it reboots the node.
     type: str
-    choices: [present, absent]
+    choices: [present, absent, rebooting]
     default: present
   path:
     description: The lock record on the node.
@@ -50,6 +56,11 @@ options:
     description: Seconds between two looks at a held lock while waiting.
     type: int
     default: 5
+  reboot_bound:
+    description: With O(state=rebooting), seconds within which this run takes its lock again after the
+      reboot; past them another run treats the lock as stale.
+    type: int
+    default: 1800
   force:
     description: Take the lock over even when another run holds it (that run must be gone).
     type: bool
@@ -74,6 +85,19 @@ EXAMPLES = r'''
   inferops.serving.node_lock:
     purpose: deploy
     wait: "{{ serving_node_lock_wait | default(0) }}"
+
+- name: Keep the lock across the reboot this run makes
+  inferops.serving.node_lock:
+    state: rebooting
+    reboot_bound: 960
+  register: lock_marked
+
+- name: Reboot
+  ansible.builtin.reboot:
+
+- name: Take the lock into the new boot
+  inferops.serving.node_lock:
+  when: lock_marked.marked
 
 - name: Release the node
   inferops.serving.node_lock:
@@ -104,6 +128,10 @@ released:
   description: Whether a lock of this run was removed (O(state=absent)).
   returned: always
   type: bool
+marked:
+  description: Whether this run's lock was marked to outlive the reboot (O(state=rebooting)).
+  returned: always
+  type: bool
 waited:
   description: Seconds this run waited for another run's lock (0 when it found the node free).
   returned: always
@@ -124,8 +152,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._node_lock import
     decide,
     held_flock,
     make_record,
+    mark_rebooting,
     parse_record,
     read_file,
+    refreshed,
     run_id,
     write_atomically,
 )
@@ -142,12 +172,13 @@ def _boot_id():
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type='str', choices=['present', 'absent'], default='present'),
+            state=dict(type='str', choices=['present', 'absent', 'rebooting'], default='present'),
             path=dict(type='path', default='/var/lib/inferops-serving/node.lock'),
             purpose=dict(type='str', default=''),
             wait=dict(type='int', default=0),
             poll=dict(type='int', default=5),
             force=dict(type='bool', default=False),
+            reboot_bound=dict(type='int', default=1800),
             holder=dict(type='dict'),
             break_run_id=dict(type='str'),
         ),
@@ -159,7 +190,10 @@ def main():
         module.fail_json(msg='node_lock needs its action plugin (call it as inferops.serving.node_lock)')
     holder['purpose'] = params['purpose']
     path = params['path']
-    result = dict(changed=False, acquired=False, released=False, took_over=None)
+    if params['reboot_bound'] < 1:
+        module.fail_json(msg='node_lock: reboot_bound is seconds (a whole number, at least 1), got %s'
+                         % params['reboot_bound'])
+    result = dict(changed=False, acquired=False, released=False, marked=False, took_over=None)
     try:
         # The guard serialises the read-decide-write of concurrent runs on this node.
         with held_flock('inferops-serving-node-lock.guard', timeout=60):
@@ -169,6 +203,13 @@ def main():
                     os.unlink(path)
                     result['released'] = True
                 module.exit_json(**result)
+            if params['state'] == 'rebooting':
+                if current is not None and current.get('run_id') == run_id(holder):
+                    record = mark_rebooting(current, time.time(), params['reboot_bound'])
+                    if not module.check_mode:
+                        write_atomically(path, json.dumps(record, sort_keys=True) + '\n')
+                    result.update(marked=True, acquired=True, record=record)
+                module.exit_json(**result)
             boot_id = _boot_id()
             break_run_id = params['break_run_id']
             if params['force'] and current is not None:
@@ -177,8 +218,13 @@ def main():
             if action == 'held':
                 result['held_by'] = current
                 module.exit_json(**result)
-            record = current if action == 'keep' else make_record(holder, boot_id, time.time())
-            if action == 'take' and not module.check_mode:
+            if action == 'keep':
+                record = current
+            elif action == 'refresh':
+                record = refreshed(current, boot_id)
+            else:
+                record = make_record(holder, boot_id, time.time())
+            if action in ('take', 'refresh') and not module.check_mode:
                 if not os.path.isdir(os.path.dirname(path)):
                     os.makedirs(os.path.dirname(path), 0o755)
                 write_atomically(path, json.dumps(record, sort_keys=True) + '\n')

@@ -2,7 +2,8 @@
 
 Each test kills a process with SIGKILL (as a crash would) or restarts a lab host's container (a
 reboot: systemd shuts down, /run and /tmp are emptied, systemd boots again), then times how long
-it takes until the part serves again, and prints the figure. The bounds are generous on purpose:
+it takes from the fault (the kill, the reboot command) until the part serves again, and prints the
+figure: a reboot's shutdown counts, so a reboot is not reported faster than a crash. The bounds are generous on purpose:
 they catch a part that does not come back, while the printed figures are what the README states.
 Every test runs under load: a client sends chat requests to the GPU node's server from the
 controller throughout, and a part that serves counts as back only once the client's requests
@@ -80,9 +81,9 @@ def clients():
         yield load
 
 
-def _wait(what, ready, capsys):
-    """Seconds until ready() is true; fails after BOUND seconds."""
-    start = time.monotonic()
+def _wait(what, ready, capsys, since):
+    """Seconds from the fault at ``since`` (time.monotonic()) until ready() is true; fails after BOUND seconds."""
+    start = since
     while True:
         try:
             if ready():
@@ -113,49 +114,54 @@ def _scrapes_the_gpu_node(prometheus):
 
 
 def _kill(host, unit):
+    """SIGKILL the unit's main process; its pid before, and when the kill was sent."""
     before = _main_pid(host, unit)
+    killed = time.monotonic()
     host.check_output("systemctl kill --signal=SIGKILL --kill-whom=main %s", unit)
-    return before
+    return before, killed
 
 
 def _reboot(container):
+    """Reboot the lab host: when the reboot command was given (the clock starts there, before its shutdown)."""
+    commanded = time.monotonic()
     subprocess.run(["docker", "restart", "--time", "60", container], check=True, capture_output=True)
+    return commanded
 
 
 def test_the_server_comes_back_after_a_crash(host, journal, clients, capsys):
-    before = _kill(host, "sglang")
-    killed = time.monotonic()
+    before, killed = _kill(host, "sglang")
     _wait("sglang.service after SIGKILL",
           lambda: _main_pid(host, "sglang") not in (before, "0") and _serves(host) and clients.served_since(killed),
-          capsys)
+          capsys, since=killed)
     with capsys.disabled():
         print("[recovery] requests that failed meanwhile: %d" % clients.failed_since(killed))
 
 
 def test_the_node_exporter_comes_back_after_a_crash_with_the_gpu_metrics(host, journal, clients, capsys):
-    before = _kill(host, "prometheus-node-exporter")
+    before, killed = _kill(host, "prometheus-node-exporter")
     _wait("prometheus-node-exporter.service after SIGKILL",
           lambda: _main_pid(host, "prometheus-node-exporter") not in (before, "0")
-          and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics"), capsys)
+          and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics"), capsys, since=killed)
 
 
 def test_prometheus_comes_back_after_a_crash_and_scrapes_again(journal, clients, capsys):
     prometheus = testinfra.get_host("docker://" + PROMETHEUS_HOST)
-    before = _kill(prometheus, "prometheus")
+    before, killed = _kill(prometheus, "prometheus")
     _wait("prometheus.service after SIGKILL",
           lambda: _main_pid(prometheus, "prometheus") not in (before, "0") and _scrapes_the_gpu_node(prometheus),
-          capsys)
+          capsys, since=killed)
 
 
 def test_the_gpu_node_serves_again_after_a_reboot(host, journal, clients, capsys):
     # A container shares the host's kernel (and boot id): the server's start time tells the boots apart.
     started = host.check_output("systemctl show -p ActiveEnterTimestamp sglang")
-    _reboot("lab-default")
+    commanded = _reboot("lab-default")
+    # An answer counts only once the reboot's shutdown is over; the time counts from the command.
     rebooted = time.monotonic()
     _wait("the GPU node after a reboot (server, GPU metrics)",
           lambda: host.check_output("systemctl show -p ActiveEnterTimestamp sglang") != started and _serves(host)
           and "inferops_gpu_" in host.check_output("curl -fsS -m 5 http://127.0.0.1:9100/metrics")
-          and clients.served_since(rebooted), capsys)
+          and clients.served_since(rebooted), capsys, since=commanded)
     with capsys.disabled():
         print("[recovery] requests that failed meanwhile: %d" % clients.failed_since(rebooted))
 
@@ -163,7 +169,8 @@ def test_the_gpu_node_serves_again_after_a_reboot(host, journal, clients, capsys
 def test_the_monitoring_host_scrapes_again_after_a_reboot(journal, clients, capsys):
     prometheus = testinfra.get_host("docker://" + PROMETHEUS_HOST)
     started = prometheus.check_output("systemctl show -p ActiveEnterTimestamp prometheus")
-    _reboot(PROMETHEUS_HOST)
+    commanded = _reboot(PROMETHEUS_HOST)
     _wait("the monitoring host after a reboot (Prometheus scraping every target)",
           lambda: prometheus.check_output("systemctl show -p ActiveEnterTimestamp prometheus") != started
-          and prometheus.service("prometheus-alertmanager").is_running and _scrapes_the_gpu_node(prometheus), capsys)
+          and prometheus.service("prometheus-alertmanager").is_running and _scrapes_the_gpu_node(prometheus), capsys,
+          since=commanded)

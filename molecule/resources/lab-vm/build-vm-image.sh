@@ -73,6 +73,10 @@ printf 'deb %s bookworm main\ndeb %s bookworm-updates main\ndeb http://deb.debia
 printf 'do_symlinks = yes\nlink_in_boot = yes\n' >"$rootfs/etc/kernel-img.conf"
 mount -t proc proc "$rootfs/proc" && mount -t sysfs sys "$rootfs/sys"
 mount --bind /dev "$rootfs/dev" && mount --bind /dev/pts "$rootfs/dev/pts"
+# The newest kernel of bookworm and its security updates, the one whose headers the driver's DKMS
+# build installs: an older one would make the first deploy install a new kernel and build its
+# initramfs under emulation (over ten minutes).
+chroot "$rootfs" apt-get update -qq >>"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
 chroot "$rootfs" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
   linux-image-amd64 >>"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; exit 1; }
 unmount_chroot

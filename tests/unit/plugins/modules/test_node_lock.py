@@ -36,6 +36,37 @@ def test_force_takes_over_a_lock_whose_run_is_gone(run_module, tmp_path):
     assert json.load(open(path))['user'] == 'bob'
 
 
+def test_the_lock_marked_before_a_reboot_outlives_the_boot(run_module, tmp_path):
+    path = str(tmp_path / 'node.lock')
+    run_module(path=path, holder=ALICE, purpose='deploy')
+    with open(path) as handle:
+        before_reboot = json.load(handle)
+    # What the node looks like after the reboot: the record from the previous boot.
+    before_reboot['boot_id'] = 'a-boot-before-this-one'
+    with open(path, 'w') as handle:
+        json.dump(before_reboot, handle)
+    marked = run_module(path=path, holder=ALICE, state='rebooting', reboot_bound=900)
+    assert marked['marked'] is True and marked['record']['rebooting_until'] > 0
+    other = run_module(path=path, holder=BOB)
+    assert other['acquired'] is False and other['held_by']['user'] == 'alice'
+    back = run_module(path=path, holder=ALICE)
+    assert back['acquired'] is True and back['took_over'] is None
+    with open(path) as handle:
+        carried = json.load(handle)
+    assert 'rebooting_until' not in carried and carried['boot_id'] != 'a-boot-before-this-one'
+    assert carried['run_id'] == before_reboot['run_id']
+
+
+def test_marking_without_a_lock_of_this_run_does_nothing(run_module, tmp_path):
+    path = str(tmp_path / 'node.lock')
+    assert run_module(path=path, holder=ALICE, state='rebooting')['marked'] is False
+    assert not os.path.exists(path)
+    run_module(path=path, holder=BOB)
+    assert run_module(path=path, holder=ALICE, state='rebooting')['marked'] is False
+    with open(path) as handle:
+        assert 'rebooting_until' not in json.load(handle)
+
+
 def test_check_mode_only_reads(run_module, tmp_path):
     path = str(tmp_path / 'node.lock')
     result = run_module(path=path, holder=ALICE, _ansible_check_mode=True)
