@@ -5,7 +5,7 @@
 
 * The secret names: plugins/module_utils/_secrets.py defines them. Outside it, no Python file
   under plugins/ assigns a name containing SECRET, nor writes a secret name (``api_key``,
-  ``admin-api-key``, ``HF_TOKEN``, in any case and with dashes or underscores) as a constant
+  ``admin-api-key``, ``HF_TOKEN``, in any case and with dashes or underscores: ``hf-token`` too) as a constant
   that defines it: an element of a tuple, list or set, a key of a dict whose value is a constant,
   a keyword of ``dict()`` with a constant, a word of a string that is split into names, or the
   value of an assignment. A dict that carries a secret's value under its name (a request body)
@@ -22,6 +22,7 @@
 """
 
 import ast
+import glob
 import os
 import re
 import runpy
@@ -34,7 +35,11 @@ SECRETS_MODULE = os.path.join(MODULE_UTILS, '_secrets.py')
 # ``TOKEN``) are matched inside other names and are too common to look for on their own.
 SECRET_NAME_LISTS = ('SERVER_SECRET_DESTS', 'SERVER_SECRET_FLAGS', 'ROUTER_SECRET_DESTS', 'SECRET_ENV_NAMES')
 
-# (file, function) of the two merges of the server's argument layers.
+# (file, function) of the two merges of the server's argument layers. They are two because they
+# merge different keys: effective_arguments merges flags as written, a false or null removing one,
+# for the filters that read the arguments without the installed SGLang's parser (port, tp size);
+# build_server_command merges the options SGLang's parser resolved (aliases, prefixes) and keeps a
+# false or null, which its checks and the rendered argv read. Any third merge drifts from both.
 ARGUMENT_MERGERS = (
     ('plugins/module_utils/_server_arguments.py', 'effective_arguments'),
     ('plugins/module_utils/_sglang_server_args.py', 'build_server_command'),
@@ -50,23 +55,28 @@ JINJA_SET = re.compile(r'\{%-?\s*set\s+(\w+)\s*=(.*?)-?%\}', re.S)
 
 
 def _spelling(name):
-    """An option's name as compared: SGLang reads api_key, api-key and API_KEY as one option. An
-    environment variable's name is compared as written (with dashes for underscores too): in lower
-    case it is another thing, such as the role variable sglang_router_admin_api_key."""
-    name = name.replace('-', '_')
-    return name if name.isupper() else name.lower()
+    """A secret's name as compared: SGLang reads api_key, api-key and API_KEY as one option, and a
+    copy of HF_TOKEN written as hf_token or Hf-Token is still a second list of it. Whole names are
+    compared, so a longer name that holds one (sglang_router_admin_api_key) is another thing."""
+    return name.replace('-', '_').lower()
 
 
-def secret_names(root):
-    """The exact secret names of the secrets module, as compared (see _spelling)."""
-    found = runpy.run_path(os.path.join(root, SECRETS_MODULE))
-    names = set()
-    for list_name in SECRET_NAME_LISTS:
-        for name in found[list_name]:
-            names.add(name.replace('-', '_'))
-            if list_name != 'SECRET_ENV_NAMES':
-                names.update((name.replace('-', '_').lower(), name.replace('-', '_').upper()))
-    return names
+class SecretNames:
+    """The exact secret names of the secrets module, as compared (see _spelling). A role variable
+    spelled as one of them (sglang_router_admin_api_key, the user's key for the environment
+    variable SGLANG_ROUTER_ADMIN_API_KEY) names where a secret comes from, not which names are
+    secret, so its exact spelling passes."""
+
+    def __init__(self, root):
+        found = runpy.run_path(os.path.join(root, SECRETS_MODULE))
+        self.names = set(_spelling(name) for list_name in SECRET_NAME_LISTS for name in found[list_name])
+        self.role_variables = set()
+        for defaults in glob.glob(os.path.join(root, 'roles', '*', 'defaults', 'main.yml')):
+            with open(defaults) as handle:
+                self.role_variables.update(yaml.safe_load(handle) or {})
+
+    def holds(self, text):
+        return _spelling(text) in self.names and text not in self.role_variables
 
 
 def python_files(root, top):
@@ -96,7 +106,7 @@ def _is_constant(node):
 def _secret_constants(node, names):
     """The secret names ``node`` defines as constants (see the module's docstring)."""
     def secret(value):
-        return isinstance(value, ast.Constant) and isinstance(value.value, str) and _spelling(value.value) in names
+        return isinstance(value, ast.Constant) and isinstance(value.value, str) and names.holds(value.value)
 
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return [e.value for e in node.elts if secret(e)]
@@ -105,10 +115,10 @@ def _secret_constants(node, names):
     if isinstance(node, ast.Call):
         func = node.func
         if isinstance(func, ast.Name) and func.id == 'dict':
-            return [k.arg for k in node.keywords if k.arg and _spelling(k.arg) in names and _is_constant(k.value)]
+            return [k.arg for k in node.keywords if k.arg and names.holds(k.arg) and _is_constant(k.value)]
         if (isinstance(func, ast.Attribute) and func.attr == 'split' and isinstance(func.value, ast.Constant)
                 and isinstance(func.value.value, str)):
-            return [w for w in re.split(r'[\s,;]+', func.value.value) if _spelling(w) in names]
+            return [w for w in re.split(r'[\s,;]+', func.value.value) if names.holds(w)]
     if isinstance(node, (ast.Assign, ast.AnnAssign)) and secret(node.value):
         return [node.value.value]
     return []
@@ -117,7 +127,7 @@ def _secret_constants(node, names):
 def check_secret_lists(root):
     if not os.path.exists(os.path.join(root, SECRETS_MODULE)):
         return []
-    names = secret_names(root)
+    names = SecretNames(root)
     problems = []
     for path in python_files(root, 'plugins'):
         relative = os.path.relpath(path, root)

@@ -343,6 +343,8 @@ def test_a_merge_through_a_variable_set_from_the_extra_arguments_fails(tree):
     ("_HIDDEN = frozenset(['API-KEY', 'Admin_Api_Key'])", 'API-KEY, Admin_Api_Key'),
     ("_HIDDEN = 'api_key admin-api-key'.split()", 'admin-api-key, api_key'),
     ("_HIDDEN = 'HF_TOKEN'", 'HF_TOKEN'),
+    ("_HIDDEN = ['hf_token', 'Hugging-Face-Hub-Token']", 'Hugging-Face-Hub-Token, hf_token'),
+    ("_HIDDEN = ('sglang_router_admin_api_key'.upper(), 'SGLANG_ROUTER_ADMIN_API_KEY')", 'SGLANG_ROUTER_ADMIN_API_KEY'),
 ])
 def test_a_second_definition_of_secret_names_fails_whatever_its_spelling(tree_with_plugins, planted, names):
     report = tree_with_plugins / 'plugins' / 'module_utils' / '_report.py'
@@ -351,3 +353,12 @@ def test_a_second_definition_of_secret_names_fails_whatever_its_spelling(tree_wi
     assert result.returncode == 1
     assert problems(result) == ['plugins/module_utils/_report.py:%d lists the secret name(s) %s: import the list from'
                                 ' plugins/module_utils/_secrets.py instead' % (line_count(report), names)]
+
+
+def test_a_role_variable_spelled_as_a_secret_environment_variable_passes(tree_with_plugins):
+    # sglang_router_admin_api_key is the variable the user sets for SGLANG_ROUTER_ADMIN_API_KEY:
+    # naming it says where the key comes from, not which names are secret.
+    report = tree_with_plugins / 'plugins' / 'module_utils' / '_report.py'
+    append(report, "\n\n_READ_FROM = ('sglang_router_admin_api_key',)\n")
+    result = lint(tree_with_plugins)
+    assert problems(result) == [] and result.returncode == 0, result.stdout
