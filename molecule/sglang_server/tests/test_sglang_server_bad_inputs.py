@@ -318,7 +318,7 @@ def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_
     rc, output = ansible_playbook(str(playbook), "-e", json.dumps(broken))
     assert rc != 0
     assert "sglang.service failed and systemd gave up on it" in output
-    assert "No module named inferops_lab_no_such_module" in output
+    assert "No module named 'inferops_lab_no_such_package'" in output, output[-3000:]
     rc, output = ansible_playbook(str(playbook), "-e", json.dumps(SERVER))
     assert rc == 0, output[-3000:]
 
