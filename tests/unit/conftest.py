@@ -164,6 +164,15 @@ def sglang_release():
 
 
 @pytest.fixture(scope='session')
+def sglang_wheel_file():
+    """Callable: ``(version, path inside the wheel)`` -> that file's text, from the real SGLang wheel."""
+    def read(version, member):
+        with zipfile.ZipFile(fetch_sglang_wheel(version)) as wheel:
+            return wheel.read(member).decode('utf-8')
+    return read
+
+
+@pytest.fixture(scope='session')
 def router_wheel_file():
     """Callable: ``(package, path inside the wheel)`` -> that file's text, from the real wheel."""
     cache = {}
