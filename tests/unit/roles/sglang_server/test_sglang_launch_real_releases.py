@@ -89,7 +89,7 @@ def launch(tmp_path, release_path, version, entry):
 
 @pytest.mark.parametrize('version, entry', ENTRY_POINTS, ids=['%s-%s' % (v, e[-1]) for v, e in ENTRY_POINTS])
 def test_the_real_server_gets_the_keys_no_command_line_environment_log_or_dump_shows(tmp_path, sglang_release,
-                                                                                    version, entry):
+                                                                                     version, entry):
     proc, seen, output, written = launch(tmp_path, sglang_release, version, entry)
     assert proc.returncode == 0 and 'report.json' in ' '.join(written), output[-4000:]
     report = json.loads(written['probe/report.json'])
