@@ -1,8 +1,9 @@
 """What several test folders share: a stand-in for the SGLang router's worker API, and the real
-router wheels from PyPI."""
+router and SGLang wheels from PyPI."""
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,11 +53,123 @@ def fetch_router_wheel(package):
                               check=False)
         path = _wheel_path(package, version)
         if proc.returncode != 0 or path is None:
-            pytest.skip('the %s %s wheel is not in %s and pip could not fetch it (%s); run: %s -m pip download'
+            unavailable('the %s %s wheel is not in %s and pip could not fetch it (%s); run: %s -m pip download'
                         ' --no-deps -d %s %s==%s' % (package, version, ROUTER_WHEELHOUSE, proc.stdout.strip()[-200:],
                                                      sys.executable, ROUTER_WHEELHOUSE, package, version))
     assert _sha256(path) == sha256, '%s is not the %s %s wheel PyPI publishes' % (path, package, version)
     return path
+
+
+def unavailable(message):
+    """Skip a test whose pinned download failed; in CI (CI=true), where PyPI must answer, fail it."""
+    if os.environ.get('CI') == 'true':
+        pytest.fail(message + ' (CI=true: a test that needs a pinned download fails rather than skips)')
+    pytest.skip(message)
+
+
+# The SGLang releases the sglang_server role installs: the wheel on PyPI (the platform pip asks for,
+# its sha256) and, pinned, the packages the server's modules import on start-up that are neither
+# GPU-only nor the stand-ins of tests/unit/roles/sglang_server/cpu_stubs/sglang_cpu_stubs.py. The
+# versions of transformers and tokenizers are the ones each release requires.
+_SGLANG_START_UP_PACKAGES = ('dill==0.4.1', 'msgspec==0.23.0', 'numpy==2.4.6', 'orjson==3.13.0',
+                             'partial_json_parser==0.2.1.1.post7', 'pillow==13.0.0', 'psutil==7.2.2',
+                             'pybase64==1.5.1', 'regex==2026.11.19', 'tqdm==4.70.1', 'uvloop==0.23.0',
+                             'safetensors==0.8.0', 'filelock==4.3.2', 'fsspec==2026.9.0', 'hf_xet==1.8.0')
+SGLANG_RELEASES = {
+    '0.5.9': ('any', '8a936c4d25fea605f44254e533cff2144c73ceffbc1f8738aba393461bbb64d1',
+              _SGLANG_START_UP_PACKAGES + ('transformers==4.57.1', 'tokenizers==0.22.1', 'huggingface_hub==0.36.0')),
+    '0.5.23': ('manylinux_2_34_x86_64', '00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937',
+               _SGLANG_START_UP_PACKAGES + ('transformers==5.19.0', 'tokenizers==0.23.2', 'huggingface_hub==2.4.0')),
+}
+# What CPython 3.11 on Debian 12 (glibc 2.36) installs; pip does not widen a platform it is given.
+_MANYLINUX = tuple('--platform=manylinux%s_x86_64' % tag for tag in ('_2_34', '_2_28', '_2_17', '2014'))
+CPU_STUBS = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'roles', 'sglang_server', 'cpu_stubs')
+
+
+def _pip(*args):
+    proc = subprocess.run([sys.executable, '-m', 'pip'] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, check=False)
+    return proc.returncode, proc.stdout.strip()
+
+
+def python_311():
+    """A Python 3.11, which the 0.5.23 wheel is built for: this one, or else the repository's .venv
+    (`make venv`, which the ansible-core matrix of Python 3.12 and later runs after)."""
+    if sys.version_info[:2] == (3, 11):
+        return sys.executable
+    candidate = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '.venv', 'bin', 'python')
+    if os.path.exists(candidate):
+        proc = subprocess.run([candidate, '-c', 'import sys; print(sys.version_info[:2] == (3, 11))'],
+                              stdout=subprocess.PIPE, universal_newlines=True, check=False)
+        if proc.stdout.strip() == 'True':
+            return os.path.abspath(candidate)
+    return None
+
+
+def fetch_sglang_wheel(version):
+    """The path of the SGLang ``version`` wheel PyPI publishes, downloaded into the wheelhouse once."""
+    platform, sha256, _packages = SGLANG_RELEASES[version]
+    prefix = 'sglang-%s-' % version
+    found = [name for name in (os.listdir(ROUTER_WHEELHOUSE) if os.path.isdir(ROUTER_WHEELHOUSE) else [])
+             if name.startswith(prefix) and name.endswith('.whl')]
+    if not found:
+        pick = ['--platform', platform, '--python-version', '3.11'] if platform != 'any' else []
+        rc, out = _pip('download', '-q', '--no-deps', '--only-binary=:all:', *pick,
+                       '-d', ROUTER_WHEELHOUSE, 'sglang==%s' % version)
+        found = [name for name in os.listdir(ROUTER_WHEELHOUSE) if name.startswith(prefix) and name.endswith('.whl')]
+        if rc != 0 or not found:
+            unavailable('the SGLang %s wheel is not in %s and pip could not fetch it: %s'
+                        % (version, ROUTER_WHEELHOUSE, out[-300:]))
+    path = os.path.join(ROUTER_WHEELHOUSE, found[0])
+    assert _sha256(path) == sha256, '%s is not the SGLang %s wheel PyPI publishes' % (path, version)
+    return path
+
+
+def sglang_release_path(version):
+    """(Python, PYTHONPATH) that run SGLang ``version``'s own server code on a CPU: a Python 3.11,
+    and the stand-ins first, then a folder (kept in the wheelhouse between runs) holding the
+    unpacked wheel and its pinned start-up packages, built for CPython 3.11 on x86_64 Linux."""
+    _platform, _sha256, packages = SGLANG_RELEASES[version]
+    python = python_311()
+    if python is None:
+        unavailable('SGLang %s runs on Python 3.11 (its wheel is built for it): this is %s, and no'
+                    ' .venv with Python 3.11 is here (make venv)' % (version, sys.version.split()[0]))
+    pins = hashlib.sha256(' '.join(packages).encode()).hexdigest()[:12]
+    site = os.path.join(ROUTER_WHEELHOUSE, 'sglang-%s-site-py311-%s' % (version, pins))
+    if not os.path.isdir(site):
+        wheel = fetch_sglang_wheel(version)
+        building = tempfile.mkdtemp(prefix=os.path.basename(site) + '.', dir=ROUTER_WHEELHOUSE)
+        try:
+            rc, out = _pip('install', '-q', '--no-deps', '--only-binary=:all:', '--no-compile', '--target', building,
+                           '--python-version', '3.11', '--implementation', 'cp', *(_MANYLINUX + packages))
+            if rc != 0:
+                unavailable('pip could not install the packages SGLang %s imports on start-up: %s'
+                            % (version, out[-300:]))
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(building)
+            try:
+                os.rename(building, site)
+            except OSError:
+                if not os.path.isdir(site):  # another run built it first: keep that one
+                    raise
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    return python, os.pathsep.join([CPU_STUBS, site])
+
+
+@pytest.fixture(scope='session')
+def sglang_release():
+    """Callable: SGLang version -> (Python, PYTHONPATH) that run that release (sglang_release_path)."""
+    return sglang_release_path
+
+
+@pytest.fixture(scope='session')
+def sglang_wheel_file():
+    """Callable: ``(version, path inside the wheel)`` -> that file's text, from the real SGLang wheel."""
+    def read(version, member):
+        with zipfile.ZipFile(fetch_sglang_wheel(version)) as wheel:
+            return wheel.read(member).decode('utf-8')
+    return read
 
 
 @pytest.fixture(scope='session')

@@ -3,6 +3,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ast
 import json
 import os
 import threading
@@ -32,6 +33,34 @@ FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'serving_benchmar
 def fixture(name):
     with open(os.path.join(FIXTURES, name)) as handle:
         return handle.read()
+
+
+# The module of each release that writes the --output-file rows, and the release whose rows each
+# fixture holds (README.md there says how each was made).
+BENCHMARK_SOURCES = {'0.5.9': 'sglang/bench_serving.py', '0.5.23': 'sglang/benchmark/serving.py'}
+BENCH_SERVING_FIXTURES = {'bench_serving_two_runs.jsonl': '0.5.9', 'bench_serving_0.5.9_cpu_stub.jsonl': '0.5.9',
+                          'benchmark_serving_0.5.23_cpu_stub.jsonl': '0.5.23'}
+
+
+def output_row_keys(source):
+    """The keys, in order, of the row a benchmark writes (without --output-details, goodput or
+    --cache-report): those of the dict literal it assigns to ``result``."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and [getattr(target, 'id', None) for target in node.targets] == ['result'] \
+                and isinstance(node.value, ast.Dict):
+            keys = [key.value for key in node.value.keys if isinstance(key, ast.Constant)]
+            if 'completed' in keys and 'output_throughput' in keys:
+                return keys
+    raise AssertionError('the benchmark source builds no result row')
+
+
+def test_every_bench_serving_fixture_row_has_the_keys_of_the_real_release(sglang_wheel_file):
+    assert sorted(name for name in os.listdir(FIXTURES) if name.endswith('.jsonl')) == sorted(BENCH_SERVING_FIXTURES)
+    for name, version in sorted(BENCH_SERVING_FIXTURES.items()):
+        keys = output_row_keys(sglang_wheel_file(version, BENCHMARK_SOURCES[version]))
+        assert len(keys) == {'0.5.9': 43, '0.5.23': 49}[version]
+        rows = [json.loads(line) for line in fixture(name).splitlines()]
+        assert rows and all(list(row) == keys for row in rows), (name, version)
 
 
 def test_summarize_counts_only_successful_requests():

@@ -3,7 +3,8 @@
 """The validator against SGLang's own parser, on launch commands, for 0.5.9 and 0.5.23.
 
 fixtures/sglang/real_parser/verdicts-*.json hold what each release's ``ServerArgs.add_cli_args``
-parser said of the commands in commands.json (record.py there made them with the real wheels).
+parser said of the commands in commands.json (record.py there made them with the real wheels, and
+makes them again in a test below).
 A command goes through the validator as a user writes it in ``sglang_server_args``, flag by flag;
 it must accept exactly what SGLang accepts and give every option the value SGLang parses.
 """
@@ -13,6 +14,7 @@ __metaclass__ = type
 
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -50,6 +52,19 @@ def _parsed(option, value):
     if isinstance(value, list) or option['nargs'] in ('+', '*'):
         return [_convert(option['type'], str(item)) for item in (value if isinstance(value, list) else [value])]
     return _convert(option['type'], str(value))
+
+
+@pytest.mark.parametrize('version', RELEASES)
+def test_the_recordings_are_what_the_release_parser_says_now(sglang_release, version):
+    """record.py, run again on the release's wheel (its GPU-only imports the stand-ins of
+    cpu_stubs/), writes the recorded file unchanged: the validator is held to the real parser."""
+    python, path = sglang_release(version)
+    env = dict(os.environ, PYTHONPATH=path, HF_HUB_OFFLINE='1')
+    proc = subprocess.run([python, os.path.join(FIXTURES, 'real_parser', 'record.py'), version], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(os.path.join(FIXTURES, 'real_parser', 'verdicts-%s.json' % version)) as handle:
+        assert proc.stdout == handle.read()
 
 
 def test_the_recordings_cover_both_verdicts_on_both_releases():

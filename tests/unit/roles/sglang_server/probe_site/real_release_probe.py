@@ -1,38 +1,35 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Run by test_sglang_launch_real_releases.py with the Python of a real SGLang release.
+"""What starts in place of the HTTP server when test_sglang_launch_real_releases.py runs the
+launcher on a real SGLang release (sitecustomize.py next to it installs it).
 
-    python real_release_probe.py LAUNCHER PROBE_DIR MODEL_DIR
-
-The launcher's `run` starts `sglang.launch_server` with the keys as sglang.service does; in
-place of the module (which would start GPU workers) this probe then takes the steps of the
-release's launch_server and goes through the release's own code that logs, serves and dumps
-the arguments. What they produce goes to stderr (the log) and PROBE_DIR (report.json, the
-dumps). Steps a release does not have are left out by looking for them, as the launcher does.
+The launcher runs the release's own `sglang.launch_server` (or `sglang serve`), which parses the
+command line into ServerArgs and hands them to `sglang.srt.entrypoints.http_server.launch_server`:
+there, instead of GPU workers, this probe goes through the release's own code that logs, serves
+and dumps the arguments. It writes what the server received (digests of the keys, never the keys)
+to report.json in INFEROPS_PROBE_DIR, with the dumps, then waits until the test closes its stdin,
+so that the test can read /proc/PID of the running server. Steps a release does not have are left
+out by looking for them, as the launcher does.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import asyncio
+import hashlib
+import importlib.abc
 import importlib.machinery
-import importlib.util
 import json
 import logging
 import os
 import sys
 import types
 
-API_KEY = 'sk-real-release-Hq2x9K'
-ADMIN_KEY = 'sk-real-admin-Pv6n3D'
+HTTP_SERVER = 'sglang.srt.entrypoints.http_server'
 
 
-def load_launcher(path):
-    loader = importlib.machinery.SourceFileLoader('sglang_launch_probe', path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+def digest(text):
+    return hashlib.sha256(text.encode()).hexdigest() if isinstance(text, str) else None
 
 
 async def _internal_state():
@@ -67,45 +64,59 @@ def dumps(server_args, probe_dir):
     TokenizerManager.dump_requests_before_crash(manager, hostname='probe')
 
 
-def probe(probe_dir):
-    from sglang.srt.server_args import prepare_server_args
-    server_args = prepare_server_args(sys.argv[1:])
+def probe(server_args, *_args, **_kwargs):
+    """Stands for http_server.launch_server(server_args)."""
+    probe_dir = os.environ['INFEROPS_PROBE_DIR']
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format='[%(asctime)s] %(message)s')
     logger = logging.getLogger('sglang.srt.entrypoints.engine')
-    # The steps below stand for the release's launch_server, which parses its argv the same way.
-    with open(importlib.util.find_spec('sglang.launch_server').origin) as handle:
-        parses_argv = 'server_args = prepare_server_args(sys.argv[1:])' in handle.read()
-    report = {'argv': list(sys.argv), 'launch_server_parses_argv': parses_argv,
-              'key_held': server_args.api_key == API_KEY,
-              'admin_key_held': server_args.admin_api_key == ADMIN_KEY, 'steps': []}
+    token_path = os.environ.get('HF_TOKEN_PATH')
+    with open(token_path) as handle:
+        token = handle.read()
+    report = {'pid': os.getpid(), 'argv': list(sys.argv), 'api_key_sha256': digest(server_args.api_key),
+              'admin_api_key_sha256': digest(server_args.admin_api_key), 'hf_token_path': token_path,
+              'hf_token_mode': oct(os.stat(token_path).st_mode & 0o777), 'hf_token_sha256': digest(token), 'steps': []}
     if hasattr(server_args, 'resolve_once'):
-        # 0.5.23: run_server resolves; engine.py publishes before its start-up line.
+        # 0.5.23: run_server resolved them; engine.py publishes before its start-up line.
         server_args.resolve_once()
-        from sglang.srt.runtime_context import publish
+        from sglang.srt.runtime_context import publish  # pylint: disable=import-error
         publish(server_args, role='tokenizer')
-        from sglang.srt.entrypoints.engine import _server_args_for_logging
+        from sglang.srt.entrypoints.engine import _server_args_for_logging  # pylint: disable=import-error
         logger.info('server_args=%s', _server_args_for_logging(server_args))
         report['steps'].append('engine._server_args_for_logging')
         report['launch_command'] = server_args.launch_command
     else:
-        # 0.5.9: entrypoints/engine.py:1031, inside _launch_subprocesses.
+        # 0.5.9: entrypoints/engine.py, inside _launch_subprocesses.
         logger.info('server_args=%r', server_args)
         report['steps'].append('repr(ServerArgs)')
     report['server_info'] = json.loads(json.dumps(server_info(server_args), default=str))
     report['steps'].append('http_server.server_info')
     dumps(server_args, probe_dir)
     report['steps'].append('TokenizerManager dumps')
-    with open(os.path.join(probe_dir, 'report.json'), 'w') as handle:
+    with open(os.path.join(probe_dir, 'report.json.part'), 'w') as handle:
         json.dump(report, handle, default=str)
+    os.rename(os.path.join(probe_dir, 'report.json.part'), os.path.join(probe_dir, 'report.json'))
+    sys.stdin.read()
 
 
-def main(launcher_path, probe_dir, model_dir):
-    launcher = load_launcher(launcher_path)
-    launcher.runpy = types.SimpleNamespace(run_module=lambda *args, **kwargs: probe(probe_dir))
-    return launcher.run('sglang.launch_server', ['--model-path', model_dir, '--device', 'cpu'],
-                        secrets={'--api-key': API_KEY, '--admin-api-key': ADMIN_KEY})
+class _ProbeAtStart(importlib.abc.MetaPathFinder):
+    """Loads the release's http_server module, then puts the probe in place of its launch_server."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != HTTP_SERVER:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is not None:
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                module.launch_server = probe
+
+            spec.loader.exec_module = exec_module
+        return spec
 
 
-if __name__ == '__main__':
-    sys.exit(main(*sys.argv[1:4]))
+def install():
+    if os.environ.get('INFEROPS_PROBE_DIR'):
+        sys.meta_path.insert(0, _ProbeAtStart())
