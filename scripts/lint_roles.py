@@ -42,7 +42,7 @@ import sys
 
 import yaml
 
-from lint_single_source import check_argument_merges, check_secret_lists
+from lint_single_source import check_argument_merges, check_secret_lists, python_files
 
 SCANNED_DIRS = ('roles', 'playbooks', 'molecule', 'inventories')
 SCANNED_FILES = ('deploy.yml',)
@@ -140,14 +140,6 @@ def check_unread(root, role, files):
         if not readers:
             problems.append('roles/%s: %s is a role variable that nothing reads' % (role, name))
     return problems
-
-
-def python_files(root, top):
-    for folder, dirs, files in os.walk(os.path.join(root, top)):
-        dirs[:] = sorted(name for name in dirs if name != '__pycache__')
-        for name in sorted(files):
-            if name.endswith('.py'):
-                yield os.path.join(folder, name)
 
 
 def check_module_utils_size(root):
