@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the benchmark scripts share: the controller's environment and a logged, timed command."""
+"""What the benchmark scripts share: the controller's environment, a logged, timed command, and the
+reading of a playbook's result (PlaybookRun, which the tests use too)."""
 
 import os
 import resource
@@ -9,10 +10,17 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+# The collection and its test modules import as ansible_collections.inferops.serving.*, from where
+# Ansible finds the collection too (the tests' conftest.py adds the same folder).
+sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
+
+# PlaybookRun is here for the bench scripts, which read their runs with it.
+from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPUT, PlaybookRun  # pylint: disable=unused-import
 
 
 def env(extra=None):
-    """The environment `make` gives Ansible (see the Makefile), plus EXTRA."""
+    """The environment `make` gives Ansible (see the Makefile), each playbook's result printed as
+    JSON for PlaybookRun, plus EXTRA."""
     result = dict(os.environ)
     result.update({
         "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
@@ -21,6 +29,7 @@ def env(extra=None):
         "ANSIBLE_FORCE_COLOR": "0",
         "PATH": BIN + os.pathsep + result.get("PATH", ""),
     })
+    result.update(JSON_OUTPUT)
     result.update(extra or {})
     return result
 

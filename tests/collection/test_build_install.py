@@ -79,7 +79,7 @@ def test_installed_module_runs_by_fqcn_from_outside_the_checkout(installed, tmp_
     """))
     result = run_playbook(["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
                            str(playbook)], env=installed["env"], cwd=str(tmp_path))
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     facts = result.tasks("localhost")["inferops.serving.nccl_topology"]["ansible_facts"]["nccl_topology"]
     assert facts["gpu_count"] == 8
     assert facts["all_pairs_p2p"] is False
@@ -108,7 +108,7 @@ def test_installed_role_rejects_bad_input_before_running(installed, tmp_path):
     result = run_playbook(["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
                            str(playbook)], env=installed["env"], cwd=str(tmp_path))
     assert result.returncode != 0
-    assert result.recap["localhost"].changed == 0, result
+    assert result.recap["localhost"].changed == 0, result.summary
     failures = result.failures("localhost")
-    assert len(failures) == 1 and "gpu_vm_expected_gpu_count" in failures[0], result
-    assert "argument spec" in failures[0].lower() or "validation" in failures[0].lower(), result
+    assert len(failures) == 1 and "gpu_vm_expected_gpu_count" in failures[0], result.summary
+    assert "argument spec" in failures[0].lower() or "validation" in failures[0].lower(), result.summary

@@ -79,7 +79,7 @@ class Shell:
 
 def recap(run):
     """(changed, failed) of the lab node in the last playbook's recap, which reached the node."""
-    assert NODE in run.recap and run.recap[NODE].unreachable == 0, run
+    assert NODE in run.recap and run.recap[NODE].unreachable == 0, run.summary
     return run.recap[NODE].changed, run.recap[NODE].failed
 
 
@@ -101,8 +101,8 @@ def demo(shell):
     line = [line for line in readme_block("make demo     # full deploy against the local lab node `gpu-node`")
             if line.startswith("make demo")][0]
     run = shell.run(line)
-    assert run.returncode == 0, run
-    assert run.said("answers on the node at") or run.said("is current"), run
+    assert run.returncode == 0, run.summary
+    assert run.said("answers on the node at") or run.said("is current"), run.summary
     return run
 
 
@@ -110,21 +110,21 @@ def test_the_seed_story_runs_as_the_readme_tells_it(shell, demo):
     make_demo, topology, experiment, redeploy = commands(readme_block(
         "make demo                                                     # known-good server (deploy.yml)"))
     run = shell.run(make_demo)
-    assert run.returncode == 0, run
-    assert recap(run) == (0, 0), run
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
 
     run = shell.run(topology)
-    assert run.returncode == 0, run
+    assert run.returncode == 0, run.summary
     said = "\n".join(run.messages()).lower()
-    assert "allreduce fusion" in said and "not advised" in said, run
+    assert "allreduce fusion" in said and "not advised" in said, run.summary
 
     run = shell.run(experiment)
-    assert run.returncode != 0, run
-    assert run.said("rolled back"), run
+    assert run.returncode != 0, run.summary
+    assert run.said("rolled back"), run.summary
 
     run = shell.run(redeploy)
-    assert run.returncode == 0, run
-    assert recap(run) == (0, 0), run
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
 
 
 # Each README block that ends in a deploy of the node the story left current: it plans in its
@@ -137,9 +137,9 @@ NOOP_BLOCKS = [".venv/bin/ansible-playbook deploy.yml -l gpu-node",
 @pytest.mark.parametrize("first_line", NOOP_BLOCKS, ids=["checkout", "outside-inventory", "installed-collection"])
 def test_a_redeploy_as_the_readme_writes_it_plans_in_its_own_run_and_changes_nothing(shell, demo, first_line):
     run = shell.run("\n".join(readme_block(first_line)))
-    assert run.returncode == 0, run
-    assert recap(run) == (0, 0), run
-    assert run.said("current: gpu-node"), run
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
+    assert run.said("current: gpu-node"), run.summary
 
 
 def test_a_bad_input_is_the_first_failure_and_changes_nothing(shell, demo):
@@ -147,11 +147,11 @@ def test_a_bad_input_is_the_first_failure_and_changes_nothing(shell, demo):
                     "-e '{\"sglang_server_extra_env\": [\"NCCL_MIN_NCHANNELS=16\"]}'")
     assert run.returncode != 0
     failures = run.failures(NODE)
-    assert failures, run
-    assert "sglang_server_extra_env must be a mapping (key: value), got a list." in failures[0], run
-    assert not [name for name in run.tasks(NODE) if name.startswith("inferops.serving.gpu_vm : Install")], run
+    assert failures, run.summary
+    assert "sglang_server_extra_env must be a mapping (key: value), got a list." in failures[0], run.summary
+    assert not [name for name in run.tasks(NODE) if name.startswith("inferops.serving.gpu_vm : Install")], run.summary
     # The failed plan released the node lock it took: another controller is not kept waiting.
     assert subprocess.run(["docker", "exec", NODE, "test", "-e", "/var/lib/inferops-serving/node.lock"],
                           check=False).returncode == 1
     run = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node")
-    assert run.returncode == 0 and recap(run) == (0, 0), run
+    assert run.returncode == 0 and recap(run) == (0, 0), run.summary

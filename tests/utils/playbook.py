@@ -56,13 +56,21 @@ def _text(message):
     return json.dumps(message, sort_keys=True)
 
 
-def _messages(result):
-    """What a task result says: its msg, else its error output, and those of its loop's items."""
-    said = [result[key] for key in ('msg', 'stderr', 'module_stderr') if result.get(key)][:1]
-    for item in result.get('results') or []:
-        if isinstance(item, dict):
-            said.extend(_messages(item))
-    return [_text(message) for message in said]
+def _failed(result):
+    return bool(result.get('failed') or result.get('unreachable'))
+
+
+def _items(result):
+    return [item for item in result.get('results') or [] if isinstance(item, dict)]
+
+
+def _messages(result, failed_only=False):
+    """What a task result says: its msg, else its error output, and what its loop's items say. With
+    FAILED_ONLY, a loop says what its failed items say, not its own 'One or more items failed'."""
+    if failed_only and _items(result):
+        return [message for item in _items(result) if _failed(item) for message in _messages(item, True)]
+    said = [_text(result[key]) for key in ('msg', 'stderr', 'module_stderr') if result.get(key)][:1]
+    return said + [message for item in _items(result) for message in _messages(item, failed_only)]
 
 
 def _collapsed(text):
@@ -105,8 +113,7 @@ class PlaybookRun(object):
     def failures(self, host=None):
         """The messages of the failed and unreachable tasks (HOST's, or every host's), in order."""
         return [message for each_host, _name, result in self.results
-                if (host is None or each_host == host) and (result.get('failed') or result.get('unreachable'))
-                for message in _messages(result)]
+                if (host is None or each_host == host) and _failed(result) for message in _messages(result, True)]
 
     def messages(self):
         """Every message of every task result, then the lines printed beside the JSON."""
@@ -117,12 +124,17 @@ class PlaybookRun(object):
         words = _collapsed(words)
         return any(words in _collapsed(message) for message in self.messages())
 
-    def __str__(self):
-        """What a failed assertion shows: the exit status, the recap, the failures, the other output's tail."""
+    @property
+    def summary(self):
+        """What a failed assertion shows (pytest shortens any other object): the exit status, the
+        recap, the failed tasks, the tail of the other output."""
         lines = ['ansible-playbook exited %d; %d playbook(s) read' % (self.returncode, len(self.documents))]
         lines.extend('%s: %s' % (host, ' '.join('%s=%d' % pair for pair in recap._asdict().items()))
                      for host, recap in sorted(self.recap.items()))
-        lines.extend('failed: %s: %s: %s' % (host, name, ' | '.join(_messages(result)))
-                     for host, name, result in self.results if result.get('failed') or result.get('unreachable'))
+        lines.extend('failed: %s: %s: %s' % (host, name, ' | '.join(_messages(result, True)))
+                     for host, name, result in self.results if _failed(result))
         lines.append(self.text[-3000:])
         return '\n'.join(lines)
+
+    def __str__(self):
+        return self.summary

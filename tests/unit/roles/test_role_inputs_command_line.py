@@ -78,14 +78,14 @@ def test_a_command_line_value_is_taken_as_its_type_or_refused_by_name(outcomes, 
                                                                       arguments, words):
     result = outcomes[run_id]
     assert "inferops.serving.%s : Check the role's inputs before anything changes" % role in result.tasks('testhost'), \
-        result
+        result.summary
     if words is None:
-        assert result.returncode == 0, result
-        assert result.recap['testhost'].failed == 0, result
+        assert result.returncode == 0, result.summary
+        assert result.recap['testhost'].failed == 0, result.summary
     else:
         assert result.returncode != 0
-        assert len(result.failures('testhost')) == 1, result
+        assert len(result.failures('testhost')) == 1, result.summary
         failure = ' '.join(result.failures('testhost')[0].split())
-        assert words in failure, result
-        assert NOTHING_CHANGED in failure, result
-        assert not result.said('Traceback') and not result.said('filter plugin'), result
+        assert words in failure, result.summary
+        assert NOTHING_CHANGED in failure, result.summary
+        assert not result.said('Traceback') and not result.said('filter plugin'), result.summary

@@ -71,7 +71,7 @@ def render(tmp_path, host_facts, sysfs_root, **role_vars):
 ])
 def test_repository_and_headers_follow_the_facts(tmp_path, sysfs, host_facts, repo_path, headers):
     result, rendered = render(tmp_path, host_facts, sysfs[8])
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     base = 'https://developer.download.nvidia.com/compute/cuda/repos/' + repo_path
     assert rendered['repo_url'] == base + '/'
     assert rendered['keyring_url'] == base + '/cuda-keyring_1.1-1_all.deb'
@@ -82,7 +82,7 @@ def test_repository_and_headers_follow_the_facts(tmp_path, sysfs, host_facts, re
 
 def test_ubuntu_gets_the_branch_suffixed_open_driver(tmp_path, sysfs):
     result, rendered = render(tmp_path, facts(), sysfs[8])
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     assert rendered['driver']['pinning'] == 'nvidia-driver-pinning-580'
     assert 'nvidia-dkms-580-open' in rendered['driver']['driver']
 
@@ -92,7 +92,7 @@ def test_lab_overrides_move_both_urls(tmp_path, sysfs):
                                             distribution_major_version='12',
                                             virtualization_type='docker'),
                             sysfs[8], gpu_vm_cuda_repo_base_url='http://127.0.0.1:8089/cuda/repos/')
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     assert rendered['repo_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/'
     assert rendered['keyring_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb'
     assert rendered['in_container'] is True
@@ -100,7 +100,7 @@ def test_lab_overrides_move_both_urls(tmp_path, sysfs):
 
 def test_expected_gpu_count_overrides_the_pci_count(tmp_path, sysfs):
     result, rendered = render(tmp_path, facts(), sysfs[8], gpu_vm_expected_gpu_count=4)
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     assert rendered['expected_gpus'] == 4
 
 
@@ -108,14 +108,14 @@ def test_no_gpu_on_the_pci_bus_stops_with_a_passthrough_hint(tmp_path, sysfs):
     result, rendered = render(tmp_path, facts(), sysfs[0])
     assert result.returncode != 0
     assert rendered is None
-    assert len(result.failures('testhost')) == 1, result
-    assert 'No NVIDIA display/3D controller' in result.failures('testhost')[0], result
-    assert 'Pass the GPUs through' in result.failures('testhost')[0], result
+    assert len(result.failures('testhost')) == 1, result.summary
+    assert 'No NVIDIA display/3D controller' in result.failures('testhost')[0], result.summary
+    assert 'Pass the GPUs through' in result.failures('testhost')[0], result.summary
 
 
 def test_force_accepts_a_node_without_gpus(tmp_path, sysfs):
     result, rendered = render(tmp_path, facts(), sysfs[0], gpu_vm_force=True)
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     assert rendered['expected_gpus'] == 0
 
 
@@ -128,6 +128,6 @@ def test_unsupported_systems_fail_before_any_change(tmp_path, sysfs, override, m
     result, rendered = render(tmp_path, facts(**override), sysfs[8])
     assert result.returncode != 0
     assert rendered is None
-    assert len(result.failures('testhost')) == 1, result
-    assert 'gpu_vm supports Ubuntu 22.04, Ubuntu 24.04 and Debian 12' in result.failures('testhost')[0], result
-    assert message in result.failures('testhost')[0], result
+    assert len(result.failures('testhost')) == 1, result.summary
+    assert 'gpu_vm supports Ubuntu 22.04, Ubuntu 24.04 and Debian 12' in result.failures('testhost')[0], result.summary
+    assert message in result.failures('testhost')[0], result.summary

@@ -166,7 +166,7 @@ def rendered(tmp_path_factory):
                      'serving_history_path': '/var/lib/inferops/history.jsonl'}}]}]))
     (folder / 'pages.json').write_text(json.dumps({'pages': pages, 'ansible_python_interpreter': sys.executable}))
     result = run_playbook(['-i', 'gpu-node,', '-c', 'local', str(playbook), '-e', '@' + str(folder / 'pages.json')])
-    assert result.returncode == 0, result
+    assert result.returncode == 0, result.summary
     return {ending: (folder / (ending + '.html')) for ending in ENDINGS}
 
 

@@ -48,16 +48,16 @@ def run(tmp_path, inventory_text='gpu_nodes:\n  hosts:\n    testhost:\n      ans
 def test_a_wrong_setting_stops_the_run_before_the_node_is_touched(tmp_path, settings, message):
     result = run(tmp_path, **settings)
     assert result.returncode != 0
-    assert any(message in failure for failure in result.failures('testhost')), result
+    assert any(message in failure for failure in result.failures('testhost')), result.summary
     # The first task that reads the node never ran.
-    assert not has_run(result, "Read the node's history"), result
+    assert not has_run(result, "Read the node's history"), result.summary
 
 
 def test_valid_settings_get_past_validation(tmp_path):
     result = run(tmp_path, serving_deploy_serial=2, serving_max_regression=0.2)
     # Stops at the node's missing history instead: validation and the range checks passed.
     assert result.returncode != 0
-    assert any("testhost has no deploy in" in failure for failure in result.failures('testhost')), result
+    assert any("testhost has no deploy in" in failure for failure in result.failures('testhost')), result.summary
 
 
 # A router the run never contacts: its variables are all the check reads.
@@ -79,16 +79,16 @@ def test_behind_smg_a_client_key_the_servers_refuse_stops_the_run_first(tmp_path
     result = run(tmp_path, ROUTED % ('smg', 'clients-key-not-a-secret'))
     assert result.returncode != 0
     assert result.said("The router on router-1 runs smg (sglang_router_package), which passes the key clients send on"
-                       " to the servers; its sglang_router_api_key is not the sglang_server_api_key of testhost"), result
-    assert not has_run(result, "Read the node's history"), result
-    assert not result.said('servers-key-not-a-secret') and not result.said('clients-key-not-a-secret'), result
+                       " to the servers; its sglang_router_api_key is not the sglang_server_api_key of testhost"), result.summary
+    assert not has_run(result, "Read the node's history"), result.summary
+    assert not result.said('servers-key-not-a-secret') and not result.said('clients-key-not-a-secret'), result.summary
 
 
 @pytest.mark.parametrize('package, client_key', [('smg', 'servers-key-not-a-secret'),
                                                  ('sglang-router', 'clients-key-not-a-secret')])
 def test_a_router_whose_client_key_reaches_the_servers_passes(tmp_path, package, client_key):
     result = run(tmp_path, ROUTED % (package, client_key))
-    assert result.returncode != 0 and result.said("testhost has no deploy in"), result
+    assert result.returncode != 0 and result.said("testhost has no deploy in"), result.summary
 
 
 @pytest.mark.parametrize('branch', ['570', 570], ids=['text-as-from-e', 'yaml-number'])
@@ -101,8 +101,8 @@ def test_a_driver_branch_below_the_release_sets_is_refused_for_that_reason(tmp_p
                  gpu_vm_driver_branch=branch, serving_history_path=str(tmp_path / 'history.jsonl'))
     result = run_playbook(['-i', str(inventory), '--check', 'deploy.yml', '-e', json.dumps(extra)])
     assert result.returncode != 0
-    assert result.failures('testhost'), result
+    assert result.failures('testhost'), result.summary
     assert ("sglang_release_set 0.5.23 needs NVIDIA driver branch 580 or later (CUDA 13.0), but the node's driver is"
-            " branch 570") in result.failures('testhost')[0], result
+            " branch 570") in result.failures('testhost')[0], result.summary
     # Neither a crash of a filter nor a refusal of the branch's spelling.
-    assert not result.said('plugin') and not result.said('three digits'), result
+    assert not result.said('plugin') and not result.said('three digits'), result.summary
