@@ -89,9 +89,9 @@ def test_ubuntu_gets_the_branch_suffixed_open_driver(tmp_path, sysfs):
 
 def test_lab_overrides_move_both_urls(tmp_path, sysfs):
     result, rendered = render(tmp_path, facts(distribution='Debian', distribution_version='12.9',
-                                            distribution_major_version='12',
-                                            virtualization_type='docker'),
-                            sysfs[8], gpu_vm_cuda_repo_base_url='http://127.0.0.1:8089/cuda/repos/')
+                                              distribution_major_version='12',
+                                              virtualization_type='docker'),
+                              sysfs[8], gpu_vm_cuda_repo_base_url='http://127.0.0.1:8089/cuda/repos/')
     assert result.returncode == 0, result.summary
     assert rendered['repo_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/'
     assert rendered['keyring_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb'
