@@ -82,9 +82,11 @@ class PlaybookRun(object):
 
     def __init__(self, returncode, output, errors=''):
         self.returncode = returncode
+        # Everything printed, the JSON's every field included (a secret must be in none).
+        self.output = output + '\n' + errors
         self.documents = []
         other = []
-        for line in (output + '\n' + errors).splitlines():
+        for line in self.output.splitlines():
             document = None
             if line.startswith('{'):
                 try:
