@@ -57,7 +57,10 @@ def _text(message):
 
 
 def _failed(result):
-    return bool(result.get('failed') or result.get('unreachable'))
+    if 'failed' in result or 'unreachable' in result:
+        return bool(result.get('failed') or result.get('unreachable'))
+    # ansible-core 2.21 leaves `failed` out of a loop's item results; a failed item keeps its exception.
+    return 'exception' in result
 
 
 def _items(result):
