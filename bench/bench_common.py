@@ -19,8 +19,7 @@ from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPU
 
 
 def env(extra=None):
-    """The environment `make` gives Ansible (see the Makefile), each playbook's result printed as
-    JSON for PlaybookRun, plus EXTRA."""
+    """The environment `make` gives Ansible (see the Makefile), plus EXTRA."""
     result = dict(os.environ)
     result.update({
         "ANSIBLE_CONFIG": os.path.join(REPO_ROOT, "ansible.cfg"),
@@ -29,13 +28,15 @@ def env(extra=None):
         "ANSIBLE_FORCE_COLOR": "0",
         "PATH": BIN + os.pathsep + result.get("PATH", ""),
     })
-    result.update(JSON_OUTPUT)
     result.update(extra or {})
     return result
 
 
 def run(argv, log, check=True, extra_env=None):
-    """Run ARGV in the checkout, append its output to LOG; return (seconds, CompletedProcess)."""
+    """Run ARGV in the checkout, append its output to LOG; return (seconds, CompletedProcess).
+    ansible-playbook prints its result as JSON, for PlaybookRun; other commands run as before."""
+    if os.path.basename(argv[0]) == "ansible-playbook":
+        extra_env = dict(JSON_OUTPUT, **(extra_env or {}))
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)
