@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the benchmark scripts share: the controller's environment and a logged, timed command."""
+"""What the benchmark scripts share: the controller's environment, a logged, timed command, and the
+reading of a playbook's result (PlaybookRun, which the tests use too)."""
 
 import os
 import resource
@@ -9,6 +10,12 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(REPO_ROOT, ".venv", "bin")
+# The collection and its test modules import as ansible_collections.inferops.serving.*, from where
+# Ansible finds the collection too (the tests' conftest.py adds the same folder).
+sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
+
+# PlaybookRun is here for the bench scripts, which read their runs with it.
+from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPUT, PlaybookRun  # pylint: disable=unused-import
 
 
 def env(extra=None):
@@ -26,7 +33,10 @@ def env(extra=None):
 
 
 def run(argv, log, check=True, extra_env=None):
-    """Run ARGV in the checkout, append its output to LOG; return (seconds, CompletedProcess)."""
+    """Run ARGV in the checkout, append its output to LOG; return (seconds, CompletedProcess).
+    ansible-playbook prints its result as JSON, for PlaybookRun; other commands run as before."""
+    if os.path.basename(argv[0]) == "ansible-playbook":
+        extra_env = dict(JSON_OUTPUT, **(extra_env or {}))
     start = time.perf_counter()
     proc = subprocess.run(argv, cwd=REPO_ROOT, env=env(extra_env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True, check=False)

@@ -38,12 +38,10 @@ import subprocess
 import sys
 import tempfile
 
-from bench_common import BIN, REPO_ROOT, env, run
+from bench_common import BIN, REPO_ROOT, PlaybookRun, env, run
 
 NODE = os.environ.get("BENCH_NODE", "bench-gpu-node")
 NOISE_REPEATS = int(os.environ.get("BENCH_NOISE_REPEATS", "5"))
-sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
-RECAP = re.compile(r"^%s\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)" % re.escape(NODE), re.M)
 BARE_PLAY = """---
 - name: Bare fact-gathering play
   hosts: gpu_nodes
@@ -53,11 +51,10 @@ BARE_PLAY = """---
 
 
 def recap(output):
-    found = RECAP.findall(output)
-    if not found:
+    found = PlaybookRun(0, output).recap
+    if NODE not in found:
         raise SystemExit("no play recap for %s in the output" % NODE)
-    ok, changed, unreachable, failed = (int(v) for v in found[-1])
-    return {"ok": ok, "changed": changed, "unreachable": unreachable, "failed": failed}
+    return found[NODE]._asdict()
 
 
 def make_inventory(workdir):
@@ -163,7 +160,7 @@ PIP_REINSTALL = ("set -e; rm -rf {venv}; python3 -m venv {venv}; {venv}/bin/pip 
 def upgrade_rows(playbook, log):
     _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", json.dumps({
         "serving_experiments": REJECTED_UPGRADE, "serving_experiment": "bench_rejected_upgrade"})], log, check=False)
-    if proc.returncode == 0 or "answers changed" not in proc.stdout:
+    if proc.returncode == 0 or not PlaybookRun(proc.returncode, proc.stdout).said("answers changed"):
         raise SystemExit("the rejected upgrade was not rolled back by the correctness lock; see %s" % log)
     recovery, rollback = recovery_from_history(node_history(log))
     reinstall, _proc = run(["docker", "exec", NODE, "sh", "-c", PIP_REINSTALL], log)
@@ -262,7 +259,7 @@ def main(argv):
         rows.append(noise_row(node_history(log)))
         _elapsed, proc = run(playbook + ["playbooks/experiment.yml", "-e", "serving_experiment=sm120_allreduce_fusion",
                                          "-e", "serving_experiment_force=true"], log, check=False)
-        if proc.returncode == 0 or "rolled back" not in proc.stdout:
+        if proc.returncode == 0 or not PlaybookRun(proc.returncode, proc.stdout).said("rolled back"):
             raise SystemExit("the forced experiment was not rolled back; see %s" % log)
         recovery, rollback = recovery_from_history(node_history(log))
         restart = server_restart_seconds(log)

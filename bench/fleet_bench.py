@@ -17,17 +17,15 @@ Usage: fleet_bench.py [--keep] [--json FILE]
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 
-from bench_common import BIN, REPO_ROOT, CpuMeter, run
+from bench_common import BIN, REPO_ROOT, CpuMeter, PlaybookRun, run
 
 NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
 ROUTER = "bench-fleet-router"
-RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 # The plan checks every node at once.
 FORKS = {"ANSIBLE_FORKS": "8"}
 CORES = os.cpu_count() or 1
@@ -48,7 +46,10 @@ def busy_text(fleet_cpu, fleet, one_cpu, one):
 
 
 def changed_total(output):
-    return sum(int(m[2]) for m in RECAP.findall(output))
+    recap = PlaybookRun(0, output).recap
+    if not recap:
+        raise SystemExit("no play recap in the output")
+    return sum(host.changed for host in recap.values())
 
 
 def make_inventory(workdir):

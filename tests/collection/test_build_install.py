@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.playbook import run_playbook
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.dirname(sys.executable)
 ROLES = ("gpu_vm", "sglang", "sglang_server")
@@ -33,7 +35,6 @@ def installed(tmp_path_factory):
         "ANSIBLE_CONFIG": str(empty_config),
         "ANSIBLE_COLLECTIONS_PATH": str(install_root),
         "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_STDOUT_CALLBACK": "json",
     })
     _run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--output-path", str(work), REPO_ROOT],
          cwd=str(work), env=env)
@@ -76,11 +77,10 @@ def test_installed_module_runs_by_fqcn_from_outside_the_checkout(installed, tmp_
                 p2p_read_file: {p2p}
               register: topo
     """))
-    result = _run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                   "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-                  cwd=str(tmp_path), env=installed["env"])
-    task = json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"]["localhost"]
-    facts = task["ansible_facts"]["nccl_topology"]
+    result = run_playbook(["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
+                           str(playbook)], env=installed["env"], cwd=str(tmp_path))
+    assert result.returncode == 0, result.summary
+    facts = result.tasks("localhost")["inferops.serving.nccl_topology"]["ansible_facts"]["nccl_topology"]
     assert facts["gpu_count"] == 8
     assert facts["all_pairs_p2p"] is False
     assert facts["allreduce_fusion_advised"] is False
@@ -88,9 +88,8 @@ def test_installed_module_runs_by_fqcn_from_outside_the_checkout(installed, tmp_
 
 @pytest.mark.parametrize("role", ROLES)
 def test_installed_roles_resolve_by_fqcn_with_their_argument_specs(installed, role):
-    env = dict(installed["env"], ANSIBLE_STDOUT_CALLBACK="default")
     result = _run([os.path.join(BIN, "ansible-doc"), "-t", "role", "--json", f"inferops.serving.{role}"],
-                  cwd=str(installed["work"]), env=env)
+                  cwd=str(installed["work"]), env=installed["env"])
     doc = json.loads(result.stdout)[f"inferops.serving.{role}"]
     options = doc["entry_points"]["main"]["options"]
     assert options, f"role {role} documents no options"
@@ -106,10 +105,10 @@ def test_installed_role_rejects_bad_input_before_running(installed, tmp_path):
             - role: inferops.serving.gpu_vm
               gpu_vm_expected_gpu_count: many
     """))
-    env = dict(installed["env"], ANSIBLE_STDOUT_CALLBACK="default")
-    result = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                             "-e", f"ansible_python_interpreter={sys.executable}", str(playbook)],
-                            cwd=str(tmp_path), env=env, capture_output=True, text=True, check=False)
+    result = run_playbook(["-i", "localhost,", "-c", "local", "-e", f"ansible_python_interpreter={sys.executable}",
+                           str(playbook)], env=installed["env"], cwd=str(tmp_path))
     assert result.returncode != 0
-    assert "gpu_vm_expected_gpu_count" in result.stdout
-    assert "argument spec" in result.stdout.lower() or "validation" in result.stdout.lower()
+    assert result.recap["localhost"].changed == 0, result.summary
+    failures = result.failures("localhost")
+    assert len(failures) == 1 and "gpu_vm_expected_gpu_count" in failures[0], result.summary
+    assert "argument spec" in failures[0].lower() or "validation" in failures[0].lower(), result.summary

@@ -2,22 +2,23 @@
 """The README's commands, exactly as written there, typed into a plain shell.
 
 Each command is read from README.md itself (so the README cannot drift from what is tested)
-and run by bash in the checkout with an environment of PATH and HOME only: no make, no
-ANSIBLE_* variable, no virtual environment on PATH. The lab node is the README's `gpu-node`;
+and run by bash in the checkout with an environment of PATH and HOME only: no make, no virtual
+environment on PATH, no ANSIBLE_* variable but the two that print each playbook's result as JSON
+(tests/utils/playbook.py), which change what is printed, not what runs. The lab node is the README's `gpu-node`;
 the test makes it with the README's `make demo` and removes it afterwards unless it was there
 before.
 """
 
 import os
-import re
 import shutil
 import subprocess
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPUT, PlaybookRun
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NODE = "gpu-node"
-RECAP = re.compile(r"^%s\s*:\s*ok=\d+\s+changed=(\d+)\s+unreachable=0\s+failed=(\d+)" % NODE, re.M)
 
 
 def readme_blocks():
@@ -66,21 +67,20 @@ def plain_environment(home):
 
 class Shell:
     def __init__(self, home):
-        self.env = plain_environment(home)
+        self.env = dict(plain_environment(home), **JSON_OUTPUT)
 
     def run(self, script, timeout=1800):
-        """(exit status, output) of ``script`` run by bash in the checkout, stopping at the first failure."""
+        """``script`` run by bash in the checkout, stopping at the first failure: its exit status and
+        output, the last playbook it ran read as data (a PlaybookRun)."""
         proc = subprocess.run(["bash", "-e", "-c", script], cwd=REPO_ROOT, env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=timeout, check=False)
-        return proc.returncode, proc.stdout
+        return PlaybookRun(proc.returncode, proc.stdout)
 
 
-def recap(output):
-    """(changed, failed) of the lab node in the last play recap."""
-    found = RECAP.findall(output)
-    assert found, output[-3000:]
-    changed, failed = found[-1]
-    return int(changed), int(failed)
+def recap(run):
+    """(changed, failed) of the lab node in the last playbook's recap, which reached the node."""
+    assert NODE in run.recap and run.recap[NODE].unreachable == 0, run.summary
+    return run.recap[NODE].changed, run.recap[NODE].failed
 
 
 @pytest.fixture(scope="module")
@@ -100,31 +100,31 @@ def demo(shell):
     """The quick start's first command: the full deploy against the lab node."""
     line = [line for line in readme_block("make demo     # full deploy against the local lab node `gpu-node`")
             if line.startswith("make demo")][0]
-    rc, output = shell.run(line)
-    assert rc == 0, output[-5000:]
-    said = " ".join(output.split())
-    assert "answers on the node at" in said or "is current" in said, output[-3000:]
-    return output
+    run = shell.run(line)
+    assert run.returncode == 0, run.summary
+    assert run.said("answers on the node at") or run.said("is current"), run.summary
+    return run
 
 
 def test_the_seed_story_runs_as_the_readme_tells_it(shell, demo):
     make_demo, topology, experiment, redeploy = commands(readme_block(
         "make demo                                                     # known-good server (deploy.yml)"))
-    rc, output = shell.run(make_demo)
-    assert rc == 0, output[-3000:]
-    assert recap(output) == (0, 0), output[-3000:]
+    run = shell.run(make_demo)
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
 
-    rc, output = shell.run(topology)
-    assert rc == 0, output[-3000:]
-    assert "allreduce fusion" in output.lower() and "not advised" in output.lower(), output[-3000:]
+    run = shell.run(topology)
+    assert run.returncode == 0, run.summary
+    said = "\n".join(run.messages()).lower()
+    assert "allreduce fusion" in said and "not advised" in said, run.summary
 
-    rc, output = shell.run(experiment)
-    assert rc != 0, output[-3000:]
-    assert "rolled back" in output, output[-3000:]
+    run = shell.run(experiment)
+    assert run.returncode != 0, run.summary
+    assert run.said("rolled back"), run.summary
 
-    rc, output = shell.run(redeploy)
-    assert rc == 0, output[-3000:]
-    assert recap(output) == (0, 0), output[-3000:]
+    run = shell.run(redeploy)
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
 
 
 # Each README block that ends in a deploy of the node the story left current: it plans in its
@@ -136,22 +136,22 @@ NOOP_BLOCKS = [".venv/bin/ansible-playbook deploy.yml -l gpu-node",
 
 @pytest.mark.parametrize("first_line", NOOP_BLOCKS, ids=["checkout", "outside-inventory", "installed-collection"])
 def test_a_redeploy_as_the_readme_writes_it_plans_in_its_own_run_and_changes_nothing(shell, demo, first_line):
-    rc, output = shell.run("\n".join(readme_block(first_line)))
-    assert rc == 0, output[-3000:]
-    assert recap(output) == (0, 0), output[-3000:]
-    assert "current: gpu-node" in " ".join(output.split()), output[-3000:]
+    run = shell.run("\n".join(readme_block(first_line)))
+    assert run.returncode == 0, run.summary
+    assert recap(run) == (0, 0), run.summary
+    assert run.said("current: gpu-node"), run.summary
 
 
 def test_a_bad_input_is_the_first_failure_and_changes_nothing(shell, demo):
-    rc, output = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node "
-                           "-e '{\"sglang_server_extra_env\": [\"NCCL_MIN_NCHANNELS=16\"]}'")
-    assert rc != 0
-    failures = [line for line in output.splitlines() if line.startswith(("[ERROR]", "fatal:", "failed:"))]
-    assert failures, output[-3000:]
-    assert "sglang_server_extra_env must be a mapping (key: value), got a list." in failures[0], output[-3000:]
-    assert "TASK [inferops.serving.gpu_vm : Install" not in output
+    run = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node "
+                    "-e '{\"sglang_server_extra_env\": [\"NCCL_MIN_NCHANNELS=16\"]}'")
+    assert run.returncode != 0
+    failures = run.failures(NODE)
+    assert failures, run.summary
+    assert "sglang_server_extra_env must be a mapping (key: value), got a list." in failures[0], run.summary
+    assert not [name for name in run.tasks(NODE) if name.startswith("inferops.serving.gpu_vm : Install")], run.summary
     # The failed plan released the node lock it took: another controller is not kept waiting.
     assert subprocess.run(["docker", "exec", NODE, "test", "-e", "/var/lib/inferops-serving/node.lock"],
                           check=False).returncode == 1
-    rc, output = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node")
-    assert rc == 0 and recap(output) == (0, 0), output[-3000:]
+    run = shell.run(".venv/bin/ansible-playbook deploy.yml -l gpu-node")
+    assert run.returncode == 0 and recap(run) == (0, 0), run.summary

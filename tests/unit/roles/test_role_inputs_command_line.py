@@ -14,13 +14,13 @@ __metaclass__ = type
 
 import json
 import os
-import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+from ansible_collections.inferops.serving.tests.utils.playbook import ANSIBLE_PLAYBOOK, checkout_environment, run_playbook
+
 NOTHING_CHANGED = 'Nothing was changed on this host.'
 
 pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK),
@@ -53,41 +53,39 @@ RUNS = [
 
 @pytest.fixture(scope='module')
 def outcomes(tmp_path_factory):
-    """Every run of RUNS at once: id -> (rc, output with white space collapsed)."""
+    """Every run of RUNS at once: id -> PlaybookRun."""
     work = tmp_path_factory.mktemp('command-line')
     inventory = work / 'hosts.yml'
     inventory.write_text(json.dumps({'all': {'hosts': {'testhost': {
         'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}}}))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_HOME=str(work / 'ansible-home'),
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    processes = {}
+    env = checkout_environment(ANSIBLE_HOME=str(work / 'ansible-home'))
+    command_lines = {}
     for run_id, role, tasks_from, arguments, _words in RUNS:
         playbook = work / ('%s.yml' % run_id)
         playbook.write_text(json.dumps([{
             'name': 'The input check of %s' % role, 'hosts': 'testhost', 'gather_facts': False,
             'tasks': [{'ansible.builtin.import_role': {'name': 'inferops.serving.%s' % role,
                                                        'tasks_from': tasks_from}}]}]))
-        processes[run_id] = subprocess.Popen([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', str(playbook)]
-                                             + arguments, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE,
-                                             stderr=subprocess.STDOUT, text=True)
-    results = {}
-    for run_id, process in processes.items():
-        output = process.communicate(timeout=120)[0]
-        results[run_id] = (process.returncode, ' '.join(output.split()))
-    return results
+        command_lines[run_id] = ['-i', str(inventory), '--check', str(playbook)] + arguments
+    with ThreadPoolExecutor(max_workers=len(command_lines)) as pool:
+        runs = {run_id: pool.submit(run_playbook, command_line, env=env, timeout=120)
+                for run_id, command_line in command_lines.items()}
+    return {run_id: future.result() for run_id, future in runs.items()}
 
 
 @pytest.mark.parametrize('run_id, role, tasks_from, arguments, words', RUNS, ids=[run[0] for run in RUNS])
 def test_a_command_line_value_is_taken_as_its_type_or_refused_by_name(outcomes, run_id, role, tasks_from,
                                                                       arguments, words):
-    rc, output = outcomes[run_id]
-    assert "TASK [inferops.serving.%s : Check the role's inputs before anything changes]" % role in output, output
+    result = outcomes[run_id]
+    assert "inferops.serving.%s : Check the role's inputs before anything changes" % role in result.tasks('testhost'), \
+        result.summary
     if words is None:
-        assert rc == 0, output[-3000:]
-        assert 'failed=0' in output
+        assert result.returncode == 0, result.summary
+        assert result.recap['testhost'].failed == 0, result.summary
     else:
-        assert rc != 0
-        assert words in output, output[-3000:]
-        assert NOTHING_CHANGED in output
-        assert 'Traceback' not in output and 'filter plugin' not in output
+        assert result.returncode != 0
+        assert len(result.failures('testhost')) == 1, result.summary
+        failure = ' '.join(result.failures('testhost')[0].split())
+        assert words in failure, result.summary
+        assert NOTHING_CHANGED in failure, result.summary
+        assert not result.said('Traceback') and not result.said('filter plugin'), result.summary

@@ -12,10 +12,11 @@ import sys
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.playbook import ANSIBLE_PLAYBOOK, run_playbook
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
 MAKE_SYSFS = os.path.join(REPO_ROOT, 'molecule', 'resources', 'lab', 'sim', 'make-sysfs.py')
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 
 pytestmark = pytest.mark.skipif(
     not (os.path.exists(ANSIBLE_PLAYBOOK) and os.path.exists(MAKE_SYSFS)),
@@ -53,15 +54,9 @@ def render(tmp_path, host_facts, sysfs_root, **role_vars):
         'ansible_python_interpreter': sys.executable,
     }
     extra.update(role_vars)
-    env = dict(os.environ,
-               ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'),
-               ANSIBLE_NOCOLOR='1')
-    proc = subprocess.run(
-        [ANSIBLE_PLAYBOOK, '-i', 'testhost,', '-c', 'local', os.path.join(HERE, 'render.yml'),
-         '-e', json.dumps(extra)],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    rendered = json.loads(out.read_text()) if proc.returncode == 0 else None
-    return proc, rendered
+    result = run_playbook(['-i', 'testhost,', '-c', 'local', os.path.join(HERE, 'render.yml'), '-e', json.dumps(extra)])
+    rendered = json.loads(out.read_text()) if result.returncode == 0 else None
+    return result, rendered
 
 
 @pytest.mark.parametrize('host_facts, repo_path, headers', [
@@ -75,8 +70,8 @@ def render(tmp_path, host_facts, sysfs_root, **role_vars):
      'debian12/x86_64', ['linux-headers-6.1.0-31-amd64', 'linux-headers-amd64']),
 ])
 def test_repository_and_headers_follow_the_facts(tmp_path, sysfs, host_facts, repo_path, headers):
-    proc, rendered = render(tmp_path, host_facts, sysfs[8])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result, rendered = render(tmp_path, host_facts, sysfs[8])
+    assert result.returncode == 0, result.summary
     base = 'https://developer.download.nvidia.com/compute/cuda/repos/' + repo_path
     assert rendered['repo_url'] == base + '/'
     assert rendered['keyring_url'] == base + '/cuda-keyring_1.1-1_all.deb'
@@ -86,40 +81,41 @@ def test_repository_and_headers_follow_the_facts(tmp_path, sysfs, host_facts, re
 
 
 def test_ubuntu_gets_the_branch_suffixed_open_driver(tmp_path, sysfs):
-    proc, rendered = render(tmp_path, facts(), sysfs[8])
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result, rendered = render(tmp_path, facts(), sysfs[8])
+    assert result.returncode == 0, result.summary
     assert rendered['driver']['pinning'] == 'nvidia-driver-pinning-580'
     assert 'nvidia-dkms-580-open' in rendered['driver']['driver']
 
 
 def test_lab_overrides_move_both_urls(tmp_path, sysfs):
-    proc, rendered = render(tmp_path, facts(distribution='Debian', distribution_version='12.9',
-                                            distribution_major_version='12',
-                                            virtualization_type='docker'),
-                            sysfs[8], gpu_vm_cuda_repo_base_url='http://127.0.0.1:8089/cuda/repos/')
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result, rendered = render(tmp_path, facts(distribution='Debian', distribution_version='12.9',
+                                              distribution_major_version='12',
+                                              virtualization_type='docker'),
+                              sysfs[8], gpu_vm_cuda_repo_base_url='http://127.0.0.1:8089/cuda/repos/')
+    assert result.returncode == 0, result.summary
     assert rendered['repo_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/'
     assert rendered['keyring_url'] == 'http://127.0.0.1:8089/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb'
     assert rendered['in_container'] is True
 
 
 def test_expected_gpu_count_overrides_the_pci_count(tmp_path, sysfs):
-    proc, rendered = render(tmp_path, facts(), sysfs[8], gpu_vm_expected_gpu_count=4)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result, rendered = render(tmp_path, facts(), sysfs[8], gpu_vm_expected_gpu_count=4)
+    assert result.returncode == 0, result.summary
     assert rendered['expected_gpus'] == 4
 
 
 def test_no_gpu_on_the_pci_bus_stops_with_a_passthrough_hint(tmp_path, sysfs):
-    proc, rendered = render(tmp_path, facts(), sysfs[0])
-    assert proc.returncode != 0
+    result, rendered = render(tmp_path, facts(), sysfs[0])
+    assert result.returncode != 0
     assert rendered is None
-    assert 'No NVIDIA display/3D controller' in proc.stdout
-    assert 'Pass the GPUs through' in proc.stdout
+    assert len(result.failures('testhost')) == 1, result.summary
+    assert 'No NVIDIA display/3D controller' in result.failures('testhost')[0], result.summary
+    assert 'Pass the GPUs through' in result.failures('testhost')[0], result.summary
 
 
 def test_force_accepts_a_node_without_gpus(tmp_path, sysfs):
-    proc, rendered = render(tmp_path, facts(), sysfs[0], gpu_vm_force=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result, rendered = render(tmp_path, facts(), sysfs[0], gpu_vm_force=True)
+    assert result.returncode == 0, result.summary
     assert rendered['expected_gpus'] == 0
 
 
@@ -129,8 +125,9 @@ def test_force_accepts_a_node_without_gpus(tmp_path, sysfs):
     ({'distribution': 'Rocky', 'distribution_version': '9.4', 'distribution_major_version': '9'}, 'Rocky 9.4'),
 ])
 def test_unsupported_systems_fail_before_any_change(tmp_path, sysfs, override, message):
-    proc, rendered = render(tmp_path, facts(**override), sysfs[8])
-    assert proc.returncode != 0
+    result, rendered = render(tmp_path, facts(**override), sysfs[8])
+    assert result.returncode != 0
     assert rendered is None
-    assert 'gpu_vm supports Ubuntu 22.04, Ubuntu 24.04 and Debian 12' in proc.stdout
-    assert message in proc.stdout
+    assert len(result.failures('testhost')) == 1, result.summary
+    assert 'gpu_vm supports Ubuntu 22.04, Ubuntu 24.04 and Debian 12' in result.failures('testhost')[0], result.summary
+    assert message in result.failures('testhost')[0], result.summary

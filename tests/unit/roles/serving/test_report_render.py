@@ -19,10 +19,10 @@ import sys
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils import _history
+from ansible_collections.inferops.serving.tests.utils.playbook import ANSIBLE_PLAYBOOK, run_playbook
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 TEMPLATE = os.path.join(REPO_ROOT, 'roles', 'serving', 'templates', 'report.html.j2')
 SCREENSHOTS = os.path.join(REPO_ROOT, 'build', 'report-screenshots')
 CHROMIUM = shutil.which('chromium') or shutil.which('chromium-browser')
@@ -165,12 +165,8 @@ def rendered(tmp_path_factory):
                      '__serving_report_topology': TOPOLOGY, '__serving_report_health': 200,
                      'serving_history_path': '/var/lib/inferops/history.jsonl'}}]}]))
     (folder / 'pages.json').write_text(json.dumps({'pages': pages, 'ansible_python_interpreter': sys.executable}))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', 'gpu-node,', '-c', 'local', str(playbook),
-                           '-e', '@' + str(folder / 'pages.json')],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    result = run_playbook(['-i', 'gpu-node,', '-c', 'local', str(playbook), '-e', '@' + str(folder / 'pages.json')])
+    assert result.returncode == 0, result.summary
     return {ending: (folder / (ending + '.html')) for ending in ENDINGS}
 
 

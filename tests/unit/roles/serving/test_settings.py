@@ -7,17 +7,19 @@ must stop at validation, before the first task that touches the node.
 """
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
-ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+from ansible_collections.inferops.serving.tests.utils.playbook import ANSIBLE_PLAYBOOK, run_playbook
 
 pytestmark = pytest.mark.skipif(not os.path.exists(ANSIBLE_PLAYBOOK),
                                 reason='needs ansible-playbook next to the test interpreter')
+
+
+def has_run(result, task):
+    """Whether a task named TASK (any role's) ran on testhost."""
+    return any(name == task or name.endswith(' : ' + task) for name in result.tasks('testhost'))
 
 
 def run(tmp_path, inventory_text='gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n',
@@ -27,12 +29,7 @@ def run(tmp_path, inventory_text='gpu_nodes:\n  hosts:\n    testhost:\n      ans
                  serving_reports_dir=str(tmp_path / 'reports'))
     inventory = tmp_path / 'hosts.yml'
     inventory.write_text(inventory_text)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', 'playbooks/benchmark.yml',
-                           '-e', json.dumps(extra)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+    return run_playbook(['-i', str(inventory), '--check', 'playbooks/benchmark.yml', '-e', json.dumps(extra)])
 
 
 @pytest.mark.parametrize('settings, message', [
@@ -49,18 +46,18 @@ def run(tmp_path, inventory_text='gpu_nodes:\n  hosts:\n    testhost:\n      ans
     ({'serving_lock_prompts': []}, 'serving_lock_prompts needs at least one prompt'),
 ])
 def test_a_wrong_setting_stops_the_run_before_the_node_is_touched(tmp_path, settings, message):
-    rc, output = run(tmp_path, **settings)
-    assert rc != 0
-    assert message in output, output[-3000:]
+    result = run(tmp_path, **settings)
+    assert result.returncode != 0
+    assert any(message in failure for failure in result.failures('testhost')), result.summary
     # The first task that reads the node never ran.
-    assert "Read the node's history" not in output, output[-3000:]
+    assert not has_run(result, "Read the node's history"), result.summary
 
 
 def test_valid_settings_get_past_validation(tmp_path):
-    rc, output = run(tmp_path, serving_deploy_serial=2, serving_max_regression=0.2)
+    result = run(tmp_path, serving_deploy_serial=2, serving_max_regression=0.2)
     # Stops at the node's missing history instead: validation and the range checks passed.
-    assert rc != 0
-    assert "testhost has no deploy in" in output, output[-3000:]
+    assert result.returncode != 0
+    assert any("testhost has no deploy in" in failure for failure in result.failures('testhost')), result.summary
 
 
 # A router the run never contacts: its variables are all the check reads.
@@ -79,19 +76,19 @@ sglang_routers:
 
 
 def test_behind_smg_a_client_key_the_servers_refuse_stops_the_run_first(tmp_path):
-    rc, output = run(tmp_path, ROUTED % ('smg', 'clients-key-not-a-secret'))
-    assert rc != 0
-    assert ("The router on router-1 runs smg (sglang_router_package), which passes the key clients send on to the"
-            " servers; its sglang_router_api_key is not the sglang_server_api_key of testhost") in output, output[-3000:]
-    assert "Read the node's history" not in output, output[-3000:]
-    assert 'servers-key-not-a-secret' not in output and 'clients-key-not-a-secret' not in output
+    result = run(tmp_path, ROUTED % ('smg', 'clients-key-not-a-secret'))
+    assert result.returncode != 0
+    assert result.said("The router on router-1 runs smg (sglang_router_package), which passes the key clients send on"
+                       " to the servers; its sglang_router_api_key is not the sglang_server_api_key of testhost"), result.summary
+    assert not has_run(result, "Read the node's history"), result.summary
+    assert 'servers-key-not-a-secret' not in result.output and 'clients-key-not-a-secret' not in result.output
 
 
 @pytest.mark.parametrize('package, client_key', [('smg', 'servers-key-not-a-secret'),
                                                  ('sglang-router', 'clients-key-not-a-secret')])
 def test_a_router_whose_client_key_reaches_the_servers_passes(tmp_path, package, client_key):
-    rc, output = run(tmp_path, ROUTED % (package, client_key))
-    assert rc != 0 and "testhost has no deploy in" in output, output[-3000:]
+    result = run(tmp_path, ROUTED % (package, client_key))
+    assert result.returncode != 0 and result.said("testhost has no deploy in"), result.summary
 
 
 @pytest.mark.parametrize('branch', ['570', 570], ids=['text-as-from-e', 'yaml-number'])
@@ -102,13 +99,10 @@ def test_a_driver_branch_below_the_release_sets_is_refused_for_that_reason(tmp_p
     inventory.write_text('gpu_nodes:\n  hosts:\n    testhost:\n      ansible_connection: local\n')
     extra = dict(ansible_python_interpreter=sys.executable, ansible_become=False, sglang_release_set='0.5.23',
                  gpu_vm_driver_branch=branch, serving_history_path=str(tmp_path / 'history.jsonl'))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO_ROOT, 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO_ROOT, '.collections'))
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), '--check', 'deploy.yml', '-e', json.dumps(extra)],
-                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0
+    result = run_playbook(['-i', str(inventory), '--check', 'deploy.yml', '-e', json.dumps(extra)])
+    assert result.returncode != 0
+    assert result.failures('testhost'), result.summary
     assert ("sglang_release_set 0.5.23 needs NVIDIA driver branch 580 or later (CUDA 13.0), but the node's driver is"
-            " branch 570") in output, output[-3000:]
+            " branch 570") in result.failures('testhost')[0], result.summary
     # Neither a crash of a filter nor a refusal of the branch's spelling.
-    assert 'plugin' not in output and 'three digits' not in output, output[-3000:]
+    assert not result.said('plugin') and not result.said('three digits'), result.summary

@@ -1,0 +1,145 @@
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Run ansible-playbook and read what it did as data: Ansible's JSON callback, not its printed lines.
+
+With the stdout callback ``ansible.posix.json`` (ansible-core 2.19 to 2.21 redirect the short name
+``json`` to it; the ``ansible`` package pinned beside each ansible-core bundles it), a playbook prints
+one JSON document when it ends: each task's result per host, and the recap's counts per host.
+PlaybookRun reads that document from a run's output, also when other commands printed around it
+(``make demo``, a README block of several commands), and answers the questions the tests and the
+benchmarks ask: the recap of a host, a task's result by name, the messages of the failed tasks.
+
+Imported as ``ansible_collections.inferops.serving.tests.utils.playbook`` by the tests and by bench/:
+both put ``.collections`` on the import path, where Ansible finds the collection too.
+"""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+# One line per playbook: found by its first character among the lines other commands print.
+JSON_OUTPUT = {'ANSIBLE_STDOUT_CALLBACK': 'ansible.posix.json', 'ANSIBLE_JSON_INDENT': '0'}
+
+Recap = collections.namedtuple('Recap', 'ok changed unreachable failed skipped rescued ignored')
+
+
+def checkout_environment(base=None, **extra):
+    """BASE (default: this process's environment) as `make` sets it for Ansible in this checkout,
+    with the JSON output and EXTRA."""
+    env = dict(os.environ if base is None else base)
+    env.update({'ANSIBLE_CONFIG': os.path.join(REPO_ROOT, 'ansible.cfg'),
+                'ANSIBLE_COLLECTIONS_PATH': os.path.join(REPO_ROOT, '.collections'),
+                'ANSIBLE_NOCOLOR': '1'})
+    env.update(JSON_OUTPUT)
+    env.update(extra)
+    return env
+
+
+def run_playbook(arguments, env=None, cwd=REPO_ROOT, timeout=None):
+    """ansible-playbook ARGUMENTS (the one beside this Python) in CWD, read as a PlaybookRun.
+
+    ENV defaults to checkout_environment(); a given ENV is used as it is, plus the JSON output."""
+    env = checkout_environment() if env is None else dict(env, **JSON_OUTPUT)
+    proc = subprocess.run([ANSIBLE_PLAYBOOK] + list(arguments), cwd=cwd, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, check=False)
+    return PlaybookRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _text(message):
+    if isinstance(message, str):
+        return message
+    if isinstance(message, list) and all(isinstance(line, str) for line in message):
+        return '\n'.join(message)
+    return json.dumps(message, sort_keys=True)
+
+
+def _failed(result):
+    if 'failed' in result or 'unreachable' in result:
+        return bool(result.get('failed') or result.get('unreachable'))
+    # ansible-core 2.21 leaves `failed` out of a loop's item results; a failed item keeps its exception.
+    return 'exception' in result
+
+
+def _items(result):
+    return [item for item in result.get('results') or [] if isinstance(item, dict)]
+
+
+def _messages(result, failed_only=False):
+    """What a task result says: its msg, else its error output, and what its loop's items say. With
+    FAILED_ONLY, a loop says what its failed items say, not its own 'One or more items failed'."""
+    if failed_only and _items(result):
+        return [message for item in _items(result) if _failed(item) for message in _messages(item, True)]
+    said = [_text(result[key]) for key in ('msg', 'stderr', 'module_stderr') if result.get(key)][:1]
+    return said + [message for item in _items(result) for message in _messages(item, failed_only)]
+
+
+def _collapsed(text):
+    return ' '.join(text.split())
+
+
+class PlaybookRun(object):
+    """One command's exit status and output, with the last playbook it ran read as data."""
+
+    def __init__(self, returncode, output, errors=''):
+        self.returncode = returncode
+        # Everything printed, the JSON's every field included (a secret must be in none).
+        self.output = output + '\n' + errors
+        self.documents = []
+        other = []
+        for line in self.output.splitlines():
+            document = None
+            if line.startswith('{'):
+                try:
+                    document = json.loads(line)
+                except ValueError:
+                    pass
+            if isinstance(document, dict) and 'plays' in document and 'stats' in document:
+                self.documents.append(document)
+            else:
+                other.append(line)
+        # What was printed beside the JSON: Ansible's warnings and errors, other commands' output.
+        self.text = '\n'.join(other)
+        last = self.documents[-1] if self.documents else {'plays': [], 'stats': {}}
+        self.recap = {host: Recap(counts['ok'], counts['changed'], counts['unreachable'], counts['failures'],
+                                  counts['skipped'], counts['rescued'], counts['ignored'])
+                      for host, counts in last['stats'].items()}
+        # (host, task name, result) in the order the tasks ran.
+        self.results = [(host, task['task']['name'], result)
+                        for play in last['plays'] for task in play['tasks']
+                        for host, result in task['hosts'].items()]
+
+    def tasks(self, host):
+        """HOST's results by task name (the last result of a name that ran more than once)."""
+        return dict((name, result) for each_host, name, result in self.results if each_host == host)
+
+    def failures(self, host=None):
+        """The messages of the failed and unreachable tasks (HOST's, or every host's), in order."""
+        return [message for each_host, _name, result in self.results
+                if (host is None or each_host == host) and _failed(result) for message in _messages(result, True)]
+
+    def messages(self):
+        """Every message of every task result, then the lines printed beside the JSON."""
+        return [message for _host, _name, result in self.results for message in _messages(result)] + [self.text]
+
+    def said(self, words):
+        """Whether a message of the run holds WORDS, white space collapsed (lines fold long messages)."""
+        words = _collapsed(words)
+        return any(words in _collapsed(message) for message in self.messages())
+
+    @property
+    def summary(self):
+        """What a failed assertion shows (pytest shortens any other object): the exit status, the
+        recap, the failed tasks, the tail of the other output."""
+        lines = ['ansible-playbook exited %d; %d playbook(s) read' % (self.returncode, len(self.documents))]
+        lines.extend('%s: %s' % (host, ' '.join('%s=%d' % pair for pair in recap._asdict().items()))
+                     for host, recap in sorted(self.recap.items()))
+        lines.extend('failed: %s: %s: %s' % (host, name, ' | '.join(_messages(result, True)))
+                     for host, name, result in self.results if _failed(result))
+        lines.append(self.text[-3000:])
+        return '\n'.join(lines)
+
+    def __str__(self):
+        return self.summary
