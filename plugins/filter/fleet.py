@@ -9,6 +9,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
+    node_plan,
+    plan_summary,
     replica_first_node,
     replica_init_address,
     replica_rollout,
@@ -65,6 +67,17 @@ def fleet_replica_rollout(nodes, plan):
     return replica_rollout(list(nodes or []), plan)
 
 
+def fleet_node_plan(query_plan, converge_all=False, gpus_fit=True):
+    return node_plan(query_plan, converge_all, gpus_fit)
+
+
+def fleet_plan_summary(plan):
+    if not isinstance(plan, dict):
+        raise AnsibleFilterError('fleet_plan_summary: the plan must be a mapping of node to state, got %s'
+                                 % type(plan).__name__)
+    return plan_summary(plan)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -74,4 +87,6 @@ class FilterModule(object):
             'fleet_router_member': fleet_router_member,
             'fleet_batches': fleet_batches,
             'fleet_replica_rollout': fleet_replica_rollout,
+            'fleet_node_plan': fleet_node_plan,
+            'fleet_plan_summary': fleet_plan_summary,
         }

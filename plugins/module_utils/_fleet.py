@@ -160,3 +160,27 @@ def replica_rollout(nodes, plan):
     if any(state != NODE_CURRENT for state in states):
         return NODE_CHANGES
     return NODE_CURRENT
+
+
+def node_plan(query_plan, converge_all=False, gpus_fit=True):
+    """One node's line of the deploy plan from deploy_state's answer (``new``, ``changes`` or
+    ``current``): a current node changes all the same when every node converges again
+    (serving_fleet_converge_all), and a node whose inputs were checked (one that changes) but whose
+    GPUs are not fit to serve is held back (``unfit``); ``gpus_fit`` is read only for such a node."""
+    checked = query_plan != NODE_CURRENT or bool(converge_all)
+    if checked and not gpus_fit:
+        return NODE_UNFIT
+    if converge_all and query_plan == NODE_CURRENT:
+        return NODE_CHANGES
+    return query_plan
+
+
+def plan_summary(plan):
+    """What the deploy plan says of the fleet, node by node in play order."""
+    def nodes(state):
+        return ', '.join(node for node, node_state in plan.items() if node_state == state)
+
+    unfit = nodes(NODE_UNFIT)
+    return ('New (deployed all at once): %s; would change (a batch at a time): %s; current: %s%s.'
+            % (nodes(NODE_NEW) or 'none', nodes(NODE_CHANGES) or 'none', nodes(NODE_CURRENT) or 'none',
+               '; held back, GPUs not fit to serve: %s' % unfit if unfit else ''))

@@ -8,6 +8,8 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
+    node_plan,
+    plan_summary,
     node_plan_state,
     replica_first_node,
     replica_init_address,
@@ -151,3 +153,29 @@ def test_the_rendezvous_address_is_set_else_the_first_node_s_own(facts, init_add
 ])
 def test_only_rank_0_of_a_routed_replica_is_a_router_member(host, routed, member):
     assert router_member(replica_settings(host, 'glm5_a', GROUPS, '10.0.0.11', 20000), routed) is member
+
+
+@pytest.mark.parametrize('query, converge_all, fit, state', [
+    ('new', False, True, 'new'),
+    ('changes', False, True, 'changes'),
+    ('current', False, True, 'current'),
+    ('current', True, True, 'changes'),
+    ('changes', False, False, 'unfit'),
+    ('new', False, False, 'unfit'),
+    ('current', True, False, 'unfit'),
+    # A current node's inputs and GPUs are not checked: a reading left from elsewhere does not hold it back.
+    ('current', False, False, 'current'),
+])
+def test_a_node_s_line_of_the_plan(query, converge_all, fit, state):
+    assert node_plan(query, converge_all, fit) == state
+
+
+def test_the_plan_summary_names_the_nodes_in_play_order():
+    assert plan_summary({'gpu-2': 'changes', 'gpu-1': 'current', 'gpu-3': 'changes'}) == (
+        'New (deployed all at once): none; would change (a batch at a time): gpu-2, gpu-3; current: gpu-1.')
+
+
+def test_the_plan_summary_names_the_nodes_held_back():
+    assert plan_summary({'gpu-1': 'new', 'gpu-2': 'unfit'}) == (
+        'New (deployed all at once): gpu-1; would change (a batch at a time): none; current: none; '
+        'held back, GPUs not fit to serve: gpu-2.')
