@@ -7,7 +7,6 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy as _deploy_closing
 from ansible_collections.inferops.serving.plugins.module_utils._deployment import (
     DeploymentError,
     fingerprint,
@@ -41,16 +40,11 @@ def server_port(args, extra_args=None, default=None):
         raise AnsibleFilterError('sglang_server_args / sglang_server_extra_args: %s' % exc)
 
 
-def deploy_closing(failure, release_set, unit, before=None, after='', out_of_router=False):
-    return _deploy_closing(failure, release_set, unit, before, after, out_of_router)
-
-
 class FilterModule(object):
     def filters(self):
         return {
             'deployment_fingerprint': deployment_fingerprint,
             'tp_size': tp_size,
-            'deploy_closing': deploy_closing,
             'server_port': server_port,
             'patch_state_on_disk': patch_state,
         }
