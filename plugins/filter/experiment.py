@@ -11,6 +11,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._closing import experiment as _experiment_closing
 from ansible_collections.inferops.serving.plugins.module_utils._campaign import (
     CampaignError,
     plan as _campaign_plan,
@@ -33,6 +34,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._experiment impor
     refusal_message,
     role_options,
 )
+from ansible_collections.inferops.serving.plugins.module_utils import _trial
 
 # The roles an experiment may change; their meta/argument_specs.yml say which variables exist.
 OVERLAY_ROLES = ('gpu_vm', 'sglang', 'sglang_server')
@@ -77,6 +79,30 @@ def experiment_decision(baseline, candidate, max_regression=0.1, healthy=True, e
                       min_effect=min_effect, inconclusive=inconclusive, lock=lock)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def experiment_closing(name, node, unit, planned=None, decision=None, failure=None):
+    return _experiment_closing(name, node, unit, planned, decision, failure)
+
+
+def trial_baseline(history_benchmark, measured, now):
+    return _trial.baseline(history_benchmark, measured, now)
+
+
+def trial_restores_by_files(snapshot, before_url, deployment):
+    return _trial.restores_by_files(snapshot, before_url, deployment)
+
+
+def trial_outcome_record(planned, decision, baseline, candidate, lock=None, campaign=None, forced=False):
+    return _trial.outcome_record(planned, decision, baseline, candidate, lock, campaign, forced)
+
+
+def trial_rollback_record(planned, decision, error, fingerprint, restore, candidate_done, now):
+    return _trial.rollback_record(planned, decision, error, fingerprint, restore, candidate_done, now)
+
+
+def trial_report(planned, decision, node):
+    return _trial.report(planned, decision, node)
 
 
 def host_experiment_plan(experiments, name):
@@ -128,6 +154,12 @@ class FilterModule(object):
             'experiment_plan': experiment_plan,
             'experiment_refusal': experiment_refusal,
             'experiment_decision': experiment_decision,
+            'experiment_closing': experiment_closing,
+            'trial_baseline': trial_baseline,
+            'trial_restores_by_files': trial_restores_by_files,
+            'trial_outcome_record': trial_outcome_record,
+            'trial_rollback_record': trial_rollback_record,
+            'trial_report': trial_report,
             'host_experiment_plan': host_experiment_plan,
             'host_experiment_decision': host_experiment_decision,
             'answers_compare': answers_compare,

@@ -9,9 +9,15 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
     FleetError,
+    node_plan,
+    plan_summary,
+    replica_first_node,
+    replica_init_address,
     replica_rollout,
     replica_settings,
     rollout_batches,
+    router_access,
+    router_member,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
@@ -26,11 +32,22 @@ def sglang_requests_in_flight(metrics_text):
         raise AnsibleFilterError(str(exc))
 
 
-def fleet_replica(host, replica_group, groups, init_address, init_port):
+def fleet_replica(host, replica_group, groups, init_address, init_port, hostvars=None):
+    if not init_address and hostvars is not None:
+        first = replica_first_node(host, replica_group, groups)
+        init_address = replica_init_address(first, hostvars[first].get('ansible_facts'))
     try:
         return replica_settings(host, replica_group, groups, init_address, init_port)
     except FleetError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def fleet_router_member(replica, routed):
+    return router_member(replica, routed)
+
+
+def fleet_router(router_host, hostvars, router_url='', router_api_key=''):
+    return router_access(router_host, hostvars[router_host] if router_host else {}, router_url, router_api_key)
 
 
 def fleet_batches(hosts, hostvars, replicas_per_batch=1):
@@ -50,11 +67,26 @@ def fleet_replica_rollout(nodes, plan):
     return replica_rollout(list(nodes or []), plan)
 
 
+def fleet_node_plan(query_plan, converge_all=False, gpus_fit=True):
+    return node_plan(query_plan, converge_all, gpus_fit)
+
+
+def fleet_plan_summary(plan):
+    if not isinstance(plan, dict):
+        raise AnsibleFilterError('fleet_plan_summary: the plan must be a mapping of node to state, got %s'
+                                 % type(plan).__name__)
+    return plan_summary(plan)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'sglang_requests_in_flight': sglang_requests_in_flight,
             'fleet_replica': fleet_replica,
+            'fleet_router': fleet_router,
+            'fleet_router_member': fleet_router_member,
             'fleet_batches': fleet_batches,
             'fleet_replica_rollout': fleet_replica_rollout,
+            'fleet_node_plan': fleet_node_plan,
+            'fleet_plan_summary': fleet_plan_summary,
         }

@@ -49,6 +49,54 @@ def replica_settings(host, replica_group, groups, init_address, init_port):
     }
 
 
+# Where a router that no deploy of this run published listens, and where its host records the
+# workers it should have (role sglang_router's defaults).
+ROUTER_DEFAULT_URL = 'http://127.0.0.1:30000'
+ROUTER_DEFAULT_CONFIG_DIR = '/etc/sglang-router'
+
+
+def router_access(router_host, router_vars, router_url='', router_api_key=''):
+    """How the serving role reaches the router in front of the fleet.
+
+    ``router_host`` is the router group's first host ('' without a router); ``router_vars`` its
+    host variables. The URL and key set on the serving side win; else what role
+    sglang_router published on its host (``sglang_router_deployment``), else its settings: smg's
+    admin key when the router has one, else its client key. A run that does not deploy the router
+    (an experiment) finds the members file under the router's config dir.
+    """
+    if not router_host:
+        return {'url': '', 'members_file': '', 'workers_key': ''}
+    router_vars = router_vars or {}
+    deployment = router_vars.get('sglang_router_deployment') or {}
+    config_dir = router_vars.get('sglang_router_config_dir', ROUTER_DEFAULT_CONFIG_DIR)
+    return {
+        'url': router_url or deployment.get('url', ROUTER_DEFAULT_URL),
+        'members_file': deployment.get('members_file', '%s/workers.json' % config_dir),
+        'workers_key': (router_api_key or router_vars.get('sglang_router_admin_api_key', '')
+                        or router_vars.get('sglang_router_api_key', '')),
+    }
+
+
+def replica_first_node(host, replica_group, groups):
+    """The node a replica's ranks meet at: its group's first node (the node itself on its own)."""
+    if not replica_group:
+        return host
+    return (list(groups.get(replica_group) or []) or [host])[0]
+
+
+def replica_init_address(first_node, first_node_facts, init_address=''):
+    """The rendezvous address: ``init_address`` when set, else the first node's default IPv4
+    address from its facts, else its inventory name."""
+    if init_address:
+        return init_address
+    return ((first_node_facts or {}).get('default_ipv4') or {}).get('address', first_node)
+
+
+def router_member(replica, routed):
+    """Only rank 0 of a replica serves HTTP for it, and only it is registered with the router."""
+    return bool(routed) and int(replica['rank']) == 0
+
+
 def rollout_batches(hosts, replica_of, replicas_per_batch=1):
     """Order the changing hosts so that each batch holds whole replicas.
 
@@ -112,3 +160,27 @@ def replica_rollout(nodes, plan):
     if any(state != NODE_CURRENT for state in states):
         return NODE_CHANGES
     return NODE_CURRENT
+
+
+def node_plan(query_plan, converge_all=False, gpus_fit=True):
+    """One node's line of the deploy plan from deploy_state's answer (``new``, ``changes`` or
+    ``current``): a current node changes all the same when every node converges again
+    (serving_fleet_converge_all), and a node whose inputs were checked (one that changes) but whose
+    GPUs are not fit to serve is held back (``unfit``); ``gpus_fit`` is read only for such a node."""
+    checked = query_plan != NODE_CURRENT or bool(converge_all)
+    if checked and not gpus_fit:
+        return NODE_UNFIT
+    if converge_all and query_plan == NODE_CURRENT:
+        return NODE_CHANGES
+    return query_plan
+
+
+def plan_summary(plan):
+    """What the deploy plan says of the fleet, node by node in play order."""
+    def nodes(state):
+        return ', '.join(node for node, node_state in plan.items() if node_state == state)
+
+    unfit = nodes(NODE_UNFIT)
+    return ('New (deployed all at once): %s; would change (a batch at a time): %s; current: %s%s.'
+            % (nodes(NODE_NEW) or 'none', nodes(NODE_CHANGES) or 'none', nodes(NODE_CURRENT) or 'none',
+               '; held back, GPUs not fit to serve: %s' % unfit if unfit else ''))

@@ -24,8 +24,10 @@ from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmar
     parse_stream_event,
     run_chat_benchmark,
     summarize_gpu_samples,
+    summarize_repeats,
     summarize_requests,
 )
+from ansible_collections.inferops.serving.plugins.module_utils._benchmark_summary import summary
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'serving_benchmark')
 
@@ -347,3 +349,21 @@ def test_gpu_samples_of_a_real_h200_idle_and_under_a_matrix_product_load():
     assert summary['samples'] == 2 and summary['power_limit_w'] == 700.0
     assert summary['mean_power_w'] == 247.8 and summary['max_power_w'] == 370.2
     assert summary['mean_util_pct'] == 49.5 and summary['power_fraction'] == 0.354
+
+
+def _run(throughput, power_w):
+    return {'output_throughput': throughput, 'completed': 64, 'median_ttft_ms': 80.0, 'median_tpot_ms': 12.5,
+            'gpu': {'mean_power_w': power_w, 'power_limit_w': 600.0}}
+
+
+def test_the_summary_of_repeated_runs_gives_the_spread_and_the_power():
+    line = summary(summarize_repeats([_run(1800.0, 400.0), _run(1900.0, 400.0), _run(2000.0, 400.0)]))
+    assert line.startswith('1900.0 output tok/s +/- 100.0 over 3 runs (min 1800.0, max 2000.0, 95% CI +/- 248.434), ')
+    assert line.endswith('n/a tok/J (192 requests, median TTFT 80.0 ms, median TPOT 12.5 ms, mean GPU power 400.0 W of 600.0 W)')
+
+
+def test_the_summary_of_one_run_without_power_readings_says_n_a():
+    line = summary({'output_throughput': 1867.0, 'completed': 200, 'median_ttft_ms': 95.1, 'median_tpot_ms': 14.2,
+                    'spread': {'output_throughput': {'n': 1, 'stdev': None}}, 'tokens_per_joule': None, 'gpu': {}})
+    assert line == ('1867.0 output tok/s, n/a tok/J (200 requests, median TTFT 95.1 ms, median TPOT 14.2 ms, '
+                    'mean GPU power n/a W of n/a W)')

@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy as _deploy_closing
+from ansible_collections.inferops.serving.plugins.module_utils._deploy_summary import summary
+
+
+def deploy_closing(failure, release_set, unit, before=None, after='', out_of_router=False):
+    return _deploy_closing(failure, release_set, unit, before, after, out_of_router)
+
+
+def deploy_summary(installation, deployment, topology, node, history_path, reports_dir, address=None):
+    return summary(installation, deployment, topology or {}, node, history_path, reports_dir, address)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'deploy_closing': deploy_closing,
+            'deploy_summary': deploy_summary,
+        }

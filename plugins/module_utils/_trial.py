@@ -1,0 +1,93 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What an experiment's trial measures against, records and says, as data.
+
+The decision itself (keep, roll back, inconclusive) is ``_experiment.decide``; these functions
+turn a trial's results into the baseline it is measured against, the history's records of the
+outcome and of a rollback, and the closing words of a kept or inconclusive experiment.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.inferops.serving.plugins.module_utils._correctness import summary as answers_summary
+
+
+def baseline(history_benchmark, measured, now):
+    """The result an experiment is measured against: the history's recent benchmark of the running
+    configuration when there is one, else the one measured now (``measured``, possibly None in
+    --check). Returns ``metrics``, ``age_s`` (0: measured now) and the ``message`` that says so."""
+    if history_benchmark is not None:
+        metrics = history_benchmark['metrics']
+        age_s = int(round(float(now) - float(history_benchmark['epoch'])))
+    else:
+        metrics = measured or {}
+        age_s = 0
+    return {
+        'metrics': metrics,
+        'age_s': age_s,
+        'message': 'Baseline: %s output tok/s (%s).' % (
+            metrics.get('output_throughput', 'n/a'),
+            'measured now' if age_s == 0 else 'from the history, %s s old' % age_s),
+    }
+
+
+def restores_by_files(snapshot, before_url, deployment):
+    """Whether a rollback tries the files alone first: the deploy record's files were kept before
+    the trial, and the server answers where it answered before (a trial that moved it converges)."""
+    return bool((snapshot or {}).get('snapshot')) and (deployment or {}).get('url', '') == before_url
+
+
+def outcome_record(planned, decision, baseline_result, candidate, lock=None, campaign=None, forced=False):
+    """The history's ``experiment`` record: the verdict, both results and the correctness lock."""
+    baseline_result = baseline_result or {}
+    candidate = candidate or {}
+    return {
+        'experiment': planned['name'],
+        'campaign': campaign,
+        'outcome': decision['verdict'],
+        'forced': bool(forced),
+        'reason': decision['reason'],
+        'objective': decision['objective'],
+        'change_pct': decision['change_pct'],
+        'noise_pct': decision['noise_pct'],
+        'baseline_throughput': baseline_result.get('output_throughput'),
+        'experiment_throughput': candidate.get('output_throughput'),
+        'baseline_spread': baseline_result.get('spread'),
+        'experiment_spread': candidate.get('spread'),
+        'baseline_tokens_per_joule': baseline_result.get('tokens_per_joule'),
+        'experiment_tokens_per_joule': candidate.get('tokens_per_joule'),
+        'answers': answers_summary(lock),
+        'message': decision['message'],
+    }
+
+
+def rollback_record(planned, decision, error, fingerprint, restore, candidate_done, now):
+    """The history's ``rollback`` record: why, how (files put back, or a converge), and the recovery
+    time from the end of the experiment's benchmark to the configuration before it answering again."""
+    restore = restore or {}
+    return {
+        'experiment': planned['name'],
+        'reason': decision['reason'],
+        'message': decision['message'],
+        'error': error,
+        'fingerprint': fingerprint,
+        'how': 'files put back: %s' % ', '.join(restore['files']) if restore.get('restored') else 'converged',
+        'recovery_s': round(float(now) - float(candidate_done), 1),
+    }
+
+
+def report(planned, decision, node):
+    """What the run says of an experiment that stays or was inconclusive; None for a rollback,
+    whose closing message says it (``_closing.experiment``)."""
+    if not decision:
+        return None
+    if decision['verdict'] == 'inconclusive':
+        return ('Experiment %s inconclusive on %s: %s. %s More repeats (serving_benchmark_repeats) narrow the noise.'
+                % (planned['name'], node, decision['message'],
+                   'The baseline is running again.' if decision['action'] == 'rollback'
+                   else 'It stays until the next deploy.yml.'))
+    if decision['verdict'] == 'kept':
+        return ('Experiment %s kept on %s: %s. It stays until the next deploy.yml; to make it the baseline, '
+                'put its variables in the inventory.' % (planned['name'], node, decision['message']))
+    return None

@@ -1,0 +1,88 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The closing words of experiments and deploys that did not go through."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy, experiment
+
+PLAN = {'name': 'nccl_min_nchannels_16', 'refused': False,
+        'restore': {'sglang_server_extra_env': {}, 'sglang_server_extra_args': {}}}
+ROLLED_BACK = {'verdict': 'rolled_back', 'message': 'throughput regressed -12.0%, more than the allowed 10%'}
+RUNNING = 'ActiveState=active\nMainPID=4242\nExecStart={ path=/opt/sglang/bin/sglang-launch ; argv[]=... }\n'
+RESTARTED = RUNNING.replace('4242', '5151')
+STOPPED = 'ActiveState=inactive\nMainPID=0\nExecStart=\n'
+
+
+@pytest.mark.parametrize('decision', [None, {'verdict': 'kept'}, {'verdict': 'inconclusive'}])
+def test_a_kept_or_inconclusive_experiment_or_check_mode_has_nothing_to_close(decision):
+    assert experiment('nccl_min_nchannels_16', 'gpu-node', 'sglang.service', PLAN, decision) is None
+
+
+def test_a_rolled_back_experiment_names_its_variables_and_says_the_baseline_serves():
+    closing = experiment('nccl_min_nchannels_16', 'gpu-node', 'sglang.service', PLAN, ROLLED_BACK)
+    assert closing == {
+        'what': 'Experiment nccl_min_nchannels_16 rolled back',
+        'reason': ROLLED_BACK['message'],
+        'change': "nothing on the node (the inventory is still its baseline); to try it again, change the experiment's "
+                  "variables (sglang_server_extra_env, sglang_server_extra_args)",
+        'serving': 'The baseline is running and healthy again: the node serves as before.'}
+
+
+def test_a_refused_experiment_says_how_to_force_it():
+    failure = {'task': 'Stop with the reasons', 'msg': 'experiment sm120_allreduce_fusion is ruled out'}
+    closing = experiment('sm120_allreduce_fusion', 'gpu-node', 'sglang.service', dict(PLAN, refused=True), None, failure)
+    assert closing['what'] == 'Experiment sm120_allreduce_fusion refused'
+    assert closing['reason'] == failure['msg']
+    assert '-e serving_experiment_force=true' in closing['change']
+    assert closing['serving'] == 'The node serves as before: the experiment was refused before anything changed.'
+
+
+@pytest.mark.parametrize('planned', [None, PLAN])
+def test_a_stopped_experiment_names_the_task_and_how_to_get_the_baseline_back(planned):
+    failure = {'task': 'Take the node lock before anything changes', 'msg': 'held by deploy since 05:00'}
+    closing = experiment('nccl_min_nchannels_16', 'gpu-node', 'sglang.service', planned, None, failure)
+    assert closing['what'] == 'Experiment nccl_min_nchannels_16 stopped'
+    assert closing['reason'] == 'Take the node lock before anything changes: held by deploy since 05:00'
+    assert closing['serving'] == ('This run could not verify that the node serves as before: check it (journalctl -u '
+                                  'sglang.service), and run deploy.yml -l gpu-node to put the baseline back.')
+
+
+FAILED = {'task': 'Wait for the server', 'msg': 'timed out', 'arguments_refused': False}
+REFUSED = {'task': 'Check the server arguments', 'msg': 'unknown: --foo', 'arguments_refused': True}
+
+
+def test_a_refused_deploy_names_the_arguments_to_change_without_the_task():
+    closing = deploy(REFUSED, '0.5.23', 'sglang.service', RUNNING, RUNNING)
+    assert closing['what'] == 'Deploy refused (release set 0.5.23)'
+    assert closing['reason'] == 'unknown: --foo'
+    assert closing['change'].startswith('change or remove these server arguments in sglang_server_args')
+    assert closing['change'].endswith(', then run deploy.yml again')
+
+
+@pytest.mark.parametrize('before, after, serving', [
+    (None, '', 'Nothing was changed on the node.'),
+    (RUNNING, RUNNING, 'The node serves as before: sglang.service still runs the same process (PID 4242) on the same '
+                       'command line.'),
+    (STOPPED, STOPPED, 'The node served nothing before this deploy, and serves nothing now.'),
+    (RUNNING, RESTARTED, 'The node does not serve as before: sglang.service was restarted or changed; see the error above '
+                         'and the journal (journalctl -u sglang.service).'),
+    (RUNNING, STOPPED, 'The node does not serve as before: sglang.service is not running; see the error above and the '
+                       'journal (journalctl -u sglang.service).'),
+    (RUNNING, '', 'The node does not serve as before: sglang.service is not running; see the error above and the '
+                  'journal (journalctl -u sglang.service).'),
+])
+def test_a_stopped_deploy_says_whether_the_node_serves_as_before(before, after, serving):
+    closing = deploy(FAILED, '0.5.9', 'sglang.service', before, after)
+    assert closing['what'] == 'Deploy stopped (release set 0.5.9)'
+    assert closing['reason'] == 'Wait for the server: timed out'
+    assert closing['change'] == 'what the message says, then run deploy.yml again'
+    assert closing['serving'] == serving
+
+
+def test_a_node_out_of_the_router_stays_out():
+    closing = deploy(FAILED, '0.5.9', 'sglang.service', RUNNING, STOPPED, out_of_router=True)
+    assert closing['serving'].endswith('. It stays out of the router until a deploy of it succeeds.')
