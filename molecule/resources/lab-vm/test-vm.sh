@@ -104,12 +104,12 @@ slowest_tasks() {
 import datetime, re, sys
 marks = []
 for line in open(sys.argv[1]):
-    found = re.match(r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+) .*?\| (TASK \[.*?\]|PLAY RECAP)', line)
+    found = re.match(r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+) .*?\| ((?:TASK|RUNNING HANDLER) \[.*?\]|PLAY RECAP)', line)
     if found:
         marks.append((datetime.datetime.strptime(found.group(1), '%Y-%m-%d %H:%M:%S,%f'), found.group(2)))
 spans = sorted(((after[0] - before[0]).total_seconds(), before[1]) for before, after in zip(marks, marks[1:]))
 for seconds, task in reversed(spans[-8:]):
-    print('    %6.0f s  %s' % (seconds, task[6:-1]))
+    print('    %6.0f s  %s' % (seconds, task.replace('TASK [', '', 1).replace('RUNNING HANDLER [', 'handler ', 1)[:-1]))
 PY
 }
 
@@ -174,8 +174,8 @@ say "second run during the driver's reboot refused: $(cat "$work/second.out")"
 guest test ! -e /var/lib/inferops-serving/node.lock || fail "the first run left its node lock behind"
 
 # The driver's real path, as the node shows it.
-guest dkms status nvidia | grep -q "nvidia/580.95.05, $(guest uname -r), x86_64: installed" \
-  || fail "DKMS did not build and install the nvidia module for the running kernel: $(guest dkms status)"
+guest sudo dkms status nvidia | grep -q "nvidia/580.95.05, $(guest uname -r), x86_64: installed" \
+  || fail "DKMS did not build and install the nvidia module for the running kernel: $(guest sudo dkms status)"
 guest test -d /sys/module/nvidia || fail "the nvidia module is not loaded after the driver's reboot"
 guest "sudo lsinitramfs /boot/initrd.img-\$(uname -r)" | grep -q 'blacklist-nouveau.conf' \
   || fail "the running initramfs does not blacklist nouveau"
