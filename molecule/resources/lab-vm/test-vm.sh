@@ -4,12 +4,17 @@
 # A fresh lab guest (start-vm.sh) reached over SSH as the unprivileged sudoer with become, from a
 # project outside the checkout whose ansible.cfg keeps Ansible's defaults (no pipelining) and whose
 # collection was installed with `ansible-galaxy collection install` from the built tarball. Then:
-#   1. deploy.yml from nothing to a serving node, the driver's reboot included; while that run
-#      reboots the node, a second run is started and must refuse the node lock naming the first;
+#   1. deploy.yml from nothing to a serving node, the driver's real path included: the stand-in
+#      driver package's module built by DKMS against the guest's kernel, nouveau blacklisted in a
+#      rebuilt initramfs, the reboot, the module loaded in the new boot, nvidia-persistenced
+#      running, nvidia-smi answering only while the module is loaded. While that run reboots the
+#      node, a second run is started and must be refused the node lock by the first run's reboot
+#      mark ("rebooting the node");
 #   2. deploy.yml again: changed=0;
 #   3. a reboot of the guest under the running server: healthy again by itself, timed from the
 #      reboot command.
-# Each step prints its time. The guest is stopped at the end, also when a step fails.
+# Each step prints its time, and each playbook its slowest tasks. The guest is stopped at the end,
+# also when a step fails.
 #
 # Usage: test-vm.sh              LAB_VM (default test-vm) names the guest; LAB_VM_* as start-vm.sh
 set -euo pipefail
@@ -21,7 +26,7 @@ run=${LAB_VM_RUN:-/var/tmp/inferops-lab-vm}/$name
 work=$(mktemp -d /var/tmp/inferops-test-vm.XXXXXX)
 project=$work/project
 bin=$repo/.venv/bin
-api_key=lab-api-key-not-a-secret  # the lab inventory's made-up key
+api_key='lab-api-key-not-a-secret'  # the lab inventory's made-up key
 
 say() { printf '[test-vm] %s\n' "$*"; }
 fail() { say "FAILED: $*"; exit 1; }
@@ -37,21 +42,22 @@ guest() {
     "$(cat "$run/user")@127.0.0.1" "$@"
 }
 
-# What stands in for the GPU boundary, taken from the lab image as the container scenarios have it:
-# the simulated CUDA apt repository and its loopback server, the PCI tree, the server stand-in and
-# the wheels of the pinned versions. Everything else the collection installs itself.
+# What stands in for the GPU boundary, built here from molecule/resources/lab as the lab image
+# build makes it: the simulated CUDA apt repository (its driver package builds a real module) and
+# its loopback server, the PCI tree, nvidia-smi's helpers and the server stand-in. Everything else
+# the collection installs itself, pip and apt from their real indexes.
 push_lab_layer() {
-  local stage=$work/layer container path
-  docker image inspect inferops-lab:bookworm >/dev/null 2>&1 || "$repo/molecule/resources/lab/build-image.sh" >/dev/null
-  mkdir -p "$stage"
-  container=$(docker create inferops-lab:bookworm)
-  for path in /srv/inferops-lab /opt/inferops-lab /etc/systemd/system/lab-cuda-repo.service /etc/tmpfiles.d/inferops-lab.conf; do
-    mkdir -p "$stage$(dirname "$path")"
-    docker cp -q "$container:$path" "$stage$path"
-  done
-  docker rm "$container" >/dev/null
-  tar -C "$stage" -cz . | guest 'sudo tar -C / -xz \
-    && { grep -q find-links /etc/pip.conf || printf "find-links = /opt/inferops-lab/wheelhouse\n" | sudo tee -a /etc/pip.conf >/dev/null; } \
+  local stage=$work/layer lab=$repo/molecule/resources/lab
+  mkdir -p "$stage/srv/inferops-lab" "$stage/opt/inferops-lab" "$stage/etc/systemd/system" "$stage/etc/tmpfiles.d"
+  "$lab/apt-repo/build-repo.sh" "$stage/srv/inferops-lab/apt" >"$work/apt-repo.log" 2>&1 \
+    || { tail -n 20 "$work/apt-repo.log"; fail "building the lab's apt repository"; }
+  cp -r "$lab/sim" "$lab/sglang_sim" "$stage/opt/inferops-lab/"
+  find "$stage/opt/inferops-lab" -name __pycache__ -prune -exec rm -rf {} +
+  python3 "$lab/sim/make-sysfs.py" "$stage/opt/inferops-lab/sys" --gpus 8
+  cp "$lab/lab-cuda-repo.service" "$stage/etc/systemd/system/"
+  printf 'd /run/inferops-lab 1777 root root -\nf /run/inferops-lab/kernel.log 0644 root root -\n' \
+    >"$stage/etc/tmpfiles.d/inferops-lab.conf"
+  tar -C "$stage" -cz . | guest 'sudo tar -C / --no-same-owner -xz \
     && sudo systemd-tmpfiles --create /etc/tmpfiles.d/inferops-lab.conf \
     && sudo systemctl enable --now --quiet lab-cuda-repo.service'
 }
@@ -85,31 +91,60 @@ EOF
 playbook() {
   local log=$1
   shift
-  (cd "$project" && ANSIBLE_HOME=$work/ansible-home-$log "$bin/ansible-playbook" deploy.yml "$@" >"$work/$log.log" 2>&1)
+  # ANSIBLE_LOG_PATH only adds a timestamped copy of the output, from which the slowest tasks come.
+  (cd "$project" && ANSIBLE_HOME=$work/ansible-home-$log ANSIBLE_LOG_PATH=$work/$log.timed.log \
+    exec "$bin/ansible-playbook" deploy.yml "$@" >"$work/$log.log" 2>&1)
 }
 
 recap() { sed -n "/^PLAY RECAP/,\$p" "$work/$1.log" | grep "^$name "; }
 
-# A second run while the first one reboots the node: it must refuse the lock and name that run.
+# The tasks of a playbook's run that took longest, from its timestamped log.
+slowest_tasks() {
+  python3 - "$work/$1.timed.log" <<'PY'
+import datetime, re, sys
+marks = []
+for line in open(sys.argv[1]):
+    found = re.match(r'(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+) .*?\| ((?:TASK|RUNNING HANDLER) \[.*?\]|PLAY RECAP)', line)
+    if found:
+        marks.append((datetime.datetime.strptime(found.group(1), '%Y-%m-%d %H:%M:%S,%f'), found.group(2)))
+spans = sorted(((after[0] - before[0]).total_seconds(), before[1]) for before, after in zip(marks, marks[1:]))
+for seconds, task in reversed(spans[-8:]):
+    print('    %6.0f s  %s' % (seconds, task.replace('TASK [', '', 1).replace('RUNNING HANDLER [', 'handler ', 1)[:-1]))
+PY
+}
+
+# A second run while the first one reboots the node: the first run's lock must refuse it with its
+# reboot mark. The first run (process group $1) is paused from the moment the guest goes down for
+# that reboot until the second run has its answer: left running, it takes its lock back into the
+# new boot a few seconds after the guest answers SSH, and whether the second run's lock task came
+# before that would be a race of the two controllers, not a property of the lock.
 second_run_during_reboot() {
-  local attempt=0
+  local first=$1 boot_before
+  boot_before=$(guest cat /proc/sys/kernel/random/boot_id)
   until guest sudo cat /var/lib/inferops-serving/node.lock 2>/dev/null | grep -q rebooting_until; do
     [[ -f "$work/deploy.done" ]] && { echo "the first run never marked its lock as rebooting"; return 1; }
-    sleep 2
+    sleep 1
   done
-  while ((attempt++ < 40)); do
-    if playbook second -e serving_node_lock_wait=0; then
-      echo "the second run deployed while the first one held the node"
-      return 1
-    fi
-    if grep -q 'This node is locked by another run' "$work/second.log"; then
-      grep -o 'This node is locked by another run: [^.]*' "$work/second.log" | head -n 1
-      return 0
-    fi
-    grep -q UNREACHABLE "$work/second.log" || { tail -n 20 "$work/second.log"; return 1; }
-    sleep 3  # the guest is down for the reboot: try again
+  until ! guest true 2>/dev/null; do sleep 0.5; done
+  kill -STOP -- "-$first"
+  # Whatever happens next, the first run goes on (the group's id is expanded now, on purpose).
+  # shellcheck disable=SC2064
+  trap "kill -CONT -- -$first 2>/dev/null" RETURN
+  local waited=$SECONDS
+  until [[ "$(guest cat /proc/sys/kernel/random/boot_id 2>/dev/null || true)" =~ ^[0-9a-f-]{36}$ ]] \
+        && [[ "$(guest cat /proc/sys/kernel/random/boot_id)" != "$boot_before" ]]; do
+    ((SECONDS - waited < 600)) || { echo "the guest did not come back from the driver's reboot within 600 s"; return 1; }
+    sleep 1
   done
-  echo "the guest did not come back for the second run"
+  if playbook second -e serving_node_lock_wait=0; then
+    echo "the second run deployed while the first one was rebooting the node"
+    return 1
+  fi
+  if grep -q 'This node is locked by another run: .*rebooting the node' "$work/second.log"; then
+    grep -o 'This node is locked by another run: .*, rebooting the node (back by [^)]*)' "$work/second.log" | head -n 1
+    return 0
+  fi
+  tail -n 20 "$work/second.log"
   return 1
 }
 
@@ -123,31 +158,63 @@ make_project
 say "lab layer pushed, collection built and installed outside the checkout in $((SECONDS - step)) s"
 
 step=$SECONDS
-second_run_during_reboot >"$work/second.out" 2>&1 &
+setsid bash -c "$(declare -f playbook); $(declare -p project work bin); playbook deploy" &
+first=$!
+second_run_during_reboot "$first" >"$work/second.out" 2>&1 &
 watcher=$!
-playbook deploy || { touch "$work/deploy.done"; tail -n 40 "$work/deploy.log"; fail "deploy.yml from nothing"; }
+wait "$first" || { touch "$work/deploy.done"; tail -n 40 "$work/deploy.log"; fail "deploy.yml from nothing"; }
 touch "$work/deploy.done"
 if ! sed -n '/gpu_vm : Reboot into the new driver\]/,/^TASK/p' "$work/deploy.log" | grep -q '^changed:'; then
   fail "deploy.yml from nothing did not reboot the node for the driver"
 fi
 say "deploy.yml from nothing (driver reboot included) in $((SECONDS - step)) s: $(recap deploy)"
+slowest_tasks deploy
 wait "$watcher" || fail "second run during the reboot: $(cat "$work/second.out")"
-say "second run during the reboot refused: $(cat "$work/second.out")"
+say "second run during the driver's reboot refused: $(cat "$work/second.out")"
 guest test ! -e /var/lib/inferops-serving/node.lock || fail "the first run left its node lock behind"
+
+# The driver's real path, as the node shows it.
+guest sudo dkms status nvidia | grep -q "nvidia/580.95.05, $(guest uname -r), x86_64: installed" \
+  || fail "DKMS did not build and install the nvidia module for the running kernel: $(guest sudo dkms status)"
+guest test -d /sys/module/nvidia || fail "the nvidia module is not loaded after the driver's reboot"
+guest "sudo lsinitramfs /boot/initrd.img-\$(uname -r)" | grep -q 'blacklist-nouveau.conf' \
+  || fail "the running initramfs does not blacklist nouveau"
+guest systemctl is-active --quiet nvidia-persistenced || fail "nvidia-persistenced is not running"
+guest nvidia-smi --query-gpu=index --format=csv,noheader | grep -qx 7 || fail "nvidia-smi does not list 8 GPUs"
+guest sudo modprobe -r nvidia
+smi_rc=0
+smi_out=$(guest nvidia-smi) || smi_rc=$?
+guest sudo modprobe nvidia
+[[ $smi_rc == 9 && "$smi_out" == "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."* ]] \
+  || fail "nvidia-smi without the nvidia module: rc $smi_rc, $smi_out"
+say "module nvidia built by DKMS for $(guest uname -r) and loaded, nouveau blacklisted in the initramfs, \
+nvidia-persistenced running; nvidia-smi fails with rc 9 while the module is unloaded"
 
 step=$SECONDS
 playbook again || { tail -n 40 "$work/again.log"; fail "deploy.yml again"; }
 recap again | grep -q 'changed=0 ' || fail "deploy.yml again changed the node: $(recap again)"
 say "deploy.yml again in $((SECONDS - step)) s: $(recap again)"
+slowest_tasks again
 
-boot_before=$(guest cat /proc/sys/kernel/random/boot_id)
 step=$SECONDS
-guest sudo systemctl reboot || true
-until [[ "$(guest cat /proc/sys/kernel/random/boot_id 2>/dev/null || true)" =~ ^[0-9a-f-]{36}$ ]] \
-      && [[ "$(guest cat /proc/sys/kernel/random/boot_id)" != "$boot_before" ]] \
-      && guest curl -fsS -m 5 -H "'Authorization: Bearer $api_key'" http://127.0.0.1:8000/v1/models >/dev/null 2>&1; do
-  ((SECONDS - step < 600)) || fail "the server did not serve again within 600 s of the reboot"
-  sleep 2
+# In the background: `systemctl reboot` over SSH returns only when the guest drops the connection.
+guest sudo systemctl reboot >/dev/null 2>&1 &
+down=
+until [[ -n "$down" ]]; do
+  guest test "\$(cat /proc/sys/kernel/random/boot_id)" = "$boot_before" 2>/dev/null || down=$((SECONDS - step))
+  ((SECONDS - step < 600)) || fail "the guest did not go down within 600 s of the reboot command"
+  sleep 0.5
 done
-say "reboot under the running server: serving again $((SECONDS - step)) s after the reboot command"
+until [[ "$(guest cat /proc/sys/kernel/random/boot_id 2>/dev/null || true)" =~ ^[0-9a-f-]{36}$ ]] \
+      && [[ "$(guest cat /proc/sys/kernel/random/boot_id)" != "$boot_before" ]]; do
+  ((SECONDS - step < 600)) || fail "the guest did not answer SSH within 600 s of the reboot command"
+  sleep 1
+done
+ssh_back=$((SECONDS - step))
+until guest curl -fsS -m 5 -H "'Authorization: Bearer $api_key'" http://127.0.0.1:8000/v1/models >/dev/null 2>&1; do
+  ((SECONDS - step < 600)) || fail "the server did not serve again within 600 s of the reboot"
+  sleep 1
+done
+say "reboot under the running server: SSH gone after $down s, back after $ssh_back s, serving again \
+$((SECONDS - step)) s after the reboot command"
 say "passed in $((SECONDS - started)) s"
