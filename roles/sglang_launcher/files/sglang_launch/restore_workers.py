@@ -24,8 +24,8 @@ def _router_call(router_url, method, path, api_key, body=None):
 
 def _normalized(url):
     # smg refuses a scheme in capitals and keeps "http://w:8000/" apart from "http://w:8000".
-    scheme, _, rest = url.partition("://")
-    host, _, path = rest.partition("/")
+    scheme, _sep, rest = url.partition("://")
+    host, _sep, path = rest.partition("/")
     path = path.strip("/")
     return "%s://%s%s" % (scheme.lower(), host.lower(), ("/" + path) if path else "")
 
@@ -37,7 +37,7 @@ def restore_workers(router_url, members_file, main_pid, secrets=None, timeout=12
     down now is logged, and the next deploy, or the next start, adds it. smg answers 409 for a
     worker it lists or is adding already (sglang-router 0.3.2: 202): both mean it has it."""
     if secrets is None:
-        if any(os.environ.get(env_name) for env_name, _ in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS):
+        if any(os.environ.get(env_name) for env_name, _flag in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS):
             reexec_without_secrets("restore-workers", [router_url, members_file, str(main_pid)])
             return 1  # only reached when execve is replaced (tests)
         secrets = {}

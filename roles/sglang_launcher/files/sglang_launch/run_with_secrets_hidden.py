@@ -39,19 +39,19 @@ def start(target, args):
 def run(target, args, secrets=None):
     """Start TARGET; ``secrets`` (flag or path variable -> value) come from the pipe of the first stage."""
     if secrets is None:
-        if any(os.environ.get(env_name) for env_name, _ in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS
+        if any(os.environ.get(env_name) for env_name, _flag in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS
                + SECRET_ENV_FILES):
             reexec_without_secrets("run", [target] + list(args))
             return 1  # only reached when execve is replaced (tests)
-        for env_name, _ in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS + SECRET_ENV_FILES:
+        for env_name, _flag in SECRET_ENV_FLAGS + ROUTER_SECRET_ENV_FLAGS + SECRET_ENV_FILES:
             os.environ.pop(env_name, None)
         secrets = {}
     write_secret_files(secrets)
     extra = []
-    for _, flag in SECRET_ENV_FLAGS:
+    for _env, flag in SECRET_ENV_FLAGS:
         if secrets.get(flag):
             extra += [flag, secrets[flag]]
-    for _, flag in ROUTER_SECRET_ENV_FLAGS:
+    for _env, flag in ROUTER_SECRET_ENV_FLAGS:
         if secrets.get(flag):
             extra += [flag, ROUTER_ADMIN_KEY_ENTRY % secrets[flag]]
     # Set before the masking imports SGLang's modules, as `python -m` would have it.
