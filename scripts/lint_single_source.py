@@ -11,14 +11,14 @@
   value of an assignment. A dict that carries a secret's value under its name (a request body)
   uses the secret and passes.
 * The server's argument layers (the topology's recommendations, ``sglang_server_args``,
-  ``sglang_server_extra_args``): merged by ``_server_arguments.effective_arguments`` for readers
-  without the installed SGLang and by ``_sglang_server_args.build_server_command`` with it.
-  Outside those two functions, Python that merges a mapping with the extra layer (a name holding
-  ``extra_args``, or one assigned or looped from it) fails, in every spelling a merge takes:
-  ``{**a, **b}``, ``dict(a, **b)``, ``a | b``, ``a |= b``, ``.update()``, ``ChainMap``, or a loop
-  that stores each of its items. So does Jinja in the roles, playbooks, inventories and scenarios
-  that ``combine``s with ``sglang_server_extra_args`` or with a variable set from it, however
-  the expression is split over lines.
+  ``sglang_server_extra_args``, ``sglang_server_node_args``): merged once, by
+  ``_server_arguments.layers.merge_layers``, for every reader. Outside it, Python that merges a
+  mapping with the extra or the node layer (a name holding ``extra_args`` or ``node_args``, or one
+  assigned or looped from it) fails, in every spelling a merge takes: ``{**a, **b}``,
+  ``dict(a, **b)``, ``a | b``, ``a |= b``, ``.update()``, ``ChainMap``, or a loop that stores each
+  of its items. So does Jinja in the roles, playbooks, inventories and scenarios that
+  ``combine``s with ``sglang_server_extra_args`` or ``sglang_server_node_args`` or with a variable
+  set from them, on either side of the ``combine`` and however the expression is split over lines.
 """
 
 import ast
@@ -35,21 +35,15 @@ SECRETS_MODULE = os.path.join(MODULE_UTILS, '_secrets.py')
 # ``TOKEN``) are matched inside other names and are too common to look for on their own.
 SECRET_NAME_LISTS = ('SERVER_SECRET_DESTS', 'SERVER_SECRET_FLAGS', 'ROUTER_SECRET_DESTS', 'SECRET_ENV_NAMES')
 
-# (file, function) of the two merges of the server's argument layers. They are two because they
-# merge different keys: effective_arguments merges flags as written, a false or null removing one,
-# for the filters that read the arguments without the installed SGLang's parser (port, tp size);
-# build_server_command merges the options SGLang's parser resolved (aliases, prefixes) and keeps a
-# false or null, which its checks and the rendered argv read. Any third merge drifts from both.
-ARGUMENT_MERGERS = (
-    ('plugins/module_utils/_server_arguments.py', 'effective_arguments'),
-    ('plugins/module_utils/_sglang_server_args.py', 'build_server_command'),
-)
-# The extra layer, as Python names it; pip's extra arguments are a list of pip options.
-EXTRA_LAYER = re.compile(r'(?<!pip_)extra_args')
+# (file, function) of the one merge of the server's argument layers; the parser-resolved view the
+# server module checks is derived from its result (_server_arguments.option_checks.resolve_settings).
+ARGUMENT_MERGER = ('plugins/module_utils/_server_arguments/layers.py', 'merge_layers')
+# The layers over the others, as Python names them; pip's extra arguments are a list of pip options.
+EXTRA_LAYER = re.compile(r'(?<!pip_)(extra|node)_args')
 # Calls whose result is (part of) the mapping they are given.
 LAYER_READERS = ('get', 'pop', 'copy', 'items', 'values', 'keys', 'setdefault')
 LAYER_COPIES = ('dict', 'copy', 'deepcopy', 'list', 'sorted', 'OrderedDict')
-JINJA_EXTRA_LAYER = 'sglang_server_extra_args'
+JINJA_LAYERS = ('sglang_server_extra_args', 'sglang_server_node_args')
 JINJA_EXPRESSION = re.compile(r'\{\{.*?\}\}|\{%.*?%\}', re.S)
 JINJA_SET = re.compile(r'\{%-?\s*set\s+(\w+)\s*=(.*?)-?%\}', re.S)
 
@@ -245,11 +239,11 @@ def python_argument_merges(root):
         scope_types = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
         scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, scope_types)]
         for scope in scopes:
-            if (relative, getattr(scope, 'name', None)) in ARGUMENT_MERGERS:
+            if (relative, getattr(scope, 'name', None)) == ARGUMENT_MERGER:
                 continue
             for line in _LayerMerges(scope).merges:
-                problems.append('%s:%d merges the extra arguments itself: use _server_arguments.'
-                                'effective_arguments' % (relative, line))
+                problems.append('%s:%d merges the server arguments itself: use _server_arguments.layers.'
+                                'merge_layers' % (relative, line))
     return sorted(set(problems), key=lambda p: (p.split(':')[0], int(p.split(':')[1].split(' ')[0])))
 
 
@@ -294,10 +288,12 @@ def _closing(text, start):
 
 
 def _merged_operands(expression):
-    """(offset, text) of what each merge in a Jinja expression lays over something: the arguments
-    of ``combine(...)`` and of ``dict(...)``, and a list piped into ``combine``."""
+    """(offset, text) of what each merge in a Jinja expression takes part in: ``combine(...)`` with
+    everything before it (what it is laid over, too), the arguments of ``dict(...)``, and a list
+    piped into ``combine``."""
     for match in re.finditer(r'\b(combine|dict)\s*\(', expression):
-        yield match.start(), expression[match.end() - 1:_closing(expression, match.end() - 1) + 1]
+        start = 0 if match.group(1) == 'combine' else match.end() - 1
+        yield match.start(), expression[start:_closing(expression, match.end() - 1) + 1]
     for match in re.finditer(r'\]\s*\|\s*combine\b', expression):
         opening, depth = match.start(), 0
         for index in range(match.start(), -1, -1):
@@ -309,9 +305,9 @@ def _merged_operands(expression):
 
 
 def jinja_argument_merges(root, files):
-    """Jinja that lays the extra layer, or a variable set from it, over other arguments: ``combine``
-    or ``dict`` with it as an argument, or a list holding it piped into ``combine``, on any number
-    of lines. Adding to the extra layer (``sglang_server_extra_args | combine(...)``) is no merge."""
+    """Jinja that merges the extra or the node layer, or a variable set from them, with other arguments:
+    ``combine`` with it on either side, ``dict`` with it as an argument, or a list holding it piped into
+    ``combine``, on any number of lines."""
     code = [(path, text) for path, text in files if path.endswith(('.yml', '.yaml', '.j2'))]
     # What could set a variable from the layer: Jinja set, and YAML variables with a templated string.
     settings = []
@@ -320,29 +316,29 @@ def jinja_argument_merges(root, files):
         if path.endswith(('.yml', '.yaml')) and '{' in text:
             settings.extend((key, value) for document in _load_all(text)
                             for key, value in _variables(document, _defines_variables(path))
-                            if '{' in value and key != JINJA_EXTRA_LAYER)
+                            if '{' in value and key not in JINJA_LAYERS)
     aliases = set()
     # Variables set from the extra layer, followed hop by hop.
     while True:
-        layer = re.compile(r'\b(%s)\b' % '|'.join([JINJA_EXTRA_LAYER] + sorted(aliases)))
+        layer = re.compile(r'\b(%s)\b' % '|'.join(list(JINJA_LAYERS) + sorted(aliases)))
         found = aliases | set(name for name, expression in settings if layer.search(expression))
         if found == aliases:
             break
         aliases = found
-    layer = re.compile(r'\b(%s)\b' % '|'.join([JINJA_EXTRA_LAYER] + sorted(aliases)))
+    layer = re.compile(r'\b(%s)\b' % '|'.join(list(JINJA_LAYERS) + sorted(aliases)))
     problems = []
     for path, text in code:
         for match in JINJA_EXPRESSION.finditer(text):
             for offset, operands in _merged_operands(match.group(0)):
                 if layer.search(operands):
                     line = text.count('\n', 0, match.start() + offset) + 1
-                    problems.append('%s:%d merges sglang_server_extra_args itself: use the filters inferops.serving.'
-                                    'server_port / tp_size or sglang_server_deployment'
-                                    % (os.path.relpath(path, root), line))
+                    problems.append('%s:%d merges the server arguments itself: give each layer to the sglang_server'
+                                    ' role, read them with the filters inferops.serving.server_port / tp_size or'
+                                    ' sglang_server_deployment' % (os.path.relpath(path, root), line))
                     break
     return problems
 
 
 def check_argument_merges(root, files):
-    """A second merge of the server's arguments drifts from the first: read _server_arguments."""
+    """A second merge of the server's arguments drifts from the first: read _server_arguments.layers."""
     return jinja_argument_merges(root, files) + python_argument_merges(root)

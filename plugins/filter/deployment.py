@@ -13,7 +13,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deployment impor
     patch_state,
     tensor_parallel_size,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import (
     ServerArgumentsError,
     server_port as _server_port,
 )

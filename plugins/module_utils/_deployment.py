@@ -15,7 +15,7 @@ __metaclass__ = type
 import hashlib
 import json
 
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import (
     ServerArgumentsError,
     effective_arguments,
     whole_number,
@@ -30,7 +30,7 @@ def tensor_parallel_size(*layers):
     """The tensor-parallel size the server arguments ask for, later layers winning; None if unset.
 
     Each layer is a mapping flag -> value as in sglang_server_args, merged as the server role
-    merges them (``_server_arguments.effective_arguments``).
+    merges them (``_server_arguments.layers``).
     """
     value = effective_arguments(*layers).get('tp-size')
     if value is None:

@@ -22,7 +22,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._secrets import (
     SECRET_ENV_NAMES,
     flag_looks_secret,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import flag_name
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import flag_name
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import release_problems
 
 ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')

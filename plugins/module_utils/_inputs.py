@@ -46,7 +46,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
 )
 from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import PIN_VARIABLES
 from ansible_collections.inferops.serving.plugins.module_utils._proxmox_qm import validate_spec
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import effective_arguments, flag_name
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import effective_arguments, flag_name
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import (
     admin_key_errors,
     package_version_errors,

@@ -8,7 +8,7 @@ arguments and the masking of reports all read these lists, so that a name added 
 on command lines and hidden in logs and reports everywhere at once. ``scripts/lint_roles.py``
 fails when a plugin defines a list of its own.
 
-The launcher the sglang_server role installs (``roles/sglang_server/files/sglang-launch``) runs
+The launcher the sglang_server and sglang_router roles install (``roles/sglang_launcher/files/``) runs
 on the node without this collection; it names the same secrets, and a unit test holds it to
 these lists.
 """

@@ -8,8 +8,8 @@ The router's ``RouterArgs.add_cli_args`` builds most option names as f-strings
 (``f"--{prefix}policy"``, where ``prefix`` is ``"router-"`` only when the router's flags are
 mixed into SGLang's server parser). ``launch_router`` uses no prefix, so every such f-string
 is written back as the plain string it produces there; the rest of the reading is the
-argparse reader of ``_sglang_argparse_reader``, the checking and rendering the server
-argument rules of ``_sglang_server_args``.
+argparse reader of ``_server_arguments.argparse_reader``, the checking and rendering the
+server's (``_server_arguments.option_checks`` and ``command``).
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -18,17 +18,18 @@ __metaclass__ = type
 import ast
 
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import ROUTER_SECRET_DESTS, flag_looks_secret
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import (
     SglangSourceError,
     parse_argparse_source,
     read_field_defaults,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import render_argv
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.endpoint import effective_value
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import merge_layers
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.option_checks import (
     SglangServerArgsError,
-    canonicalize,
-    effective_value,
-    render_argv,
     resolve_option,
+    resolve_settings,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote import systemd_command_line
 
@@ -127,7 +128,7 @@ def build_router_command(spec, args, defaults=None):
                           '/workers API by the serving role (each with the workers\' API key)' % canonical)
             continue
         allowed[key] = value
-    mapping, spellings, layer_errors, notes = canonicalize(spec, allowed, 'sglang_router_args')
+    mapping, spellings, _layer, layer_errors, notes = resolve_settings(spec, merge_layers(allowed), ('sglang_router_args',))
     errors.extend(layer_errors)
     defaults = defaults or {}
 

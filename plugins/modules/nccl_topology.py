@@ -285,8 +285,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._commands import 
     run_c,
     run_c_together,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import installed_option_strings
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import SglangSourceError
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import installed_option_strings
 from ansible_collections.inferops.serving.plugins.module_utils._topology.common import (
     QUERY_GPU_FIELDS,
     TopologyError,

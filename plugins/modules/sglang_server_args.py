@@ -26,8 +26,9 @@ description:
     Unknown flags, ambiguous abbreviations, values outside the allowed choices, numbers that do not parse
     and a tensor-parallel size that does not divide into the node's GPUs fail the task with every error
     listed, before anything on the host changes.
-  - Three layers are merged per option, each later one winning over the earlier ones
-    (O(recommended_args) from the topology, then O(args), then O(extra_args)).
+  - Five layers are merged per option, each later one winning over the earlier ones
+    (O(recommended_args) from the topology, then O(enable_metrics) and O(model_revision), then O(args),
+    then O(extra_args), then O(node_args)).
   - Never changes the host.
 author:
   - inferops.serving maintainers (!UNKNOWN)
@@ -62,6 +63,22 @@ options:
       - Arguments laid over O(args) (for example by an experiment).
     type: dict
     default: {}
+  node_args:
+    description:
+      - Arguments that place this node in a server across nodes (C(--nnodes), C(--node-rank),
+        C(--dist-init-addr)), laid over O(extra_args).
+    type: dict
+    default: {}
+  enable_metrics:
+    description:
+      - Add C(--enable-metrics) under O(args) (which may still remove it with V(false)).
+    type: bool
+    default: false
+  model_revision:
+    description:
+      - Add C(--revision) with this value under O(args); nothing when empty.
+    type: str
+    default: ''
   recommended_args:
     description:
       - Arguments recommended by the topology facts (a mapping or an argv list); they only fill options
@@ -216,20 +233,21 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._secrets import flag_looks_secret
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
-    ServerArgumentsError,
-    effective_arguments,
-    server_address,
-)
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
-    SglangServerArgsError,
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.address import server_address
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import SglangSourceError
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import (
     argv_from_topology,
     build_server_command,
     render_argv,
-    server_endpoint,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.endpoint import server_endpoint
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import (
+    ServerArgumentsError,
+    effective_arguments,
+    role_arguments,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.option_checks import SglangServerArgsError
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import (
     SourceTree,
     find_site_packages,
     read_server_options,
@@ -263,6 +281,9 @@ def main():
             server_args_path=dict(type='path'),
             args=dict(type='dict', default={}),
             extra_args=dict(type='dict', default={}),
+            node_args=dict(type='dict', default={}),
+            enable_metrics=dict(type='bool', default=False),
+            model_revision=dict(type='str', default=''),
             recommended_args=dict(type='raw'),
             gpu_count=dict(type='int'),
             allow_missing=dict(type='bool', default=False),
@@ -271,7 +292,9 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    _hide_secret_looking_values(module, params['args'], params['extra_args'], params['recommended_args'])
+    _hide_secret_looking_values(module, params['args'], params['extra_args'], params['recommended_args'],
+                                params['node_args'])
+    role_args = role_arguments(params['enable_metrics'], params['model_revision'])
     result = dict(changed=False, validated=False, notes=[])
     if params['server_args_path']:
         path = params['server_args_path']
@@ -290,8 +313,8 @@ def main():
         if not params['allow_missing']:
             module.fail_json(msg=message, **result)
         try:
-            merged = effective_arguments(argv_from_topology(params['recommended_args']), params['args'],
-                                         params['extra_args'])
+            merged = effective_arguments(argv_from_topology(params['recommended_args']), role_args, params['args'],
+                                         params['extra_args'], params['node_args'])
             result['argv'] = render_argv(merged)
             result['exec_args'] = systemd_command_line(result['argv'])
             result.update(server_address(merged.get('host'), merged.get('port')))
@@ -310,7 +333,8 @@ def main():
     spec = options['spec']
     try:
         command = build_server_command(
-            spec, params['args'], params['extra_args'], params['recommended_args'], params['gpu_count'])
+            spec, params['args'], params['extra_args'], params['recommended_args'], params['gpu_count'],
+            role_args=role_args, node_args=params['node_args'])
         endpoint = server_endpoint(spec, command['canonical_args'], options['defaults'])
         exec_args = systemd_command_line(command['argv'])
     except (SglangServerArgsError, SystemdQuoteError) as exc:

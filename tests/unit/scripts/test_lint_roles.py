@@ -158,10 +158,10 @@ def test_a_second_merge_of_the_server_arguments_fails(tree_with_plugins):
                    "    return merged.get('port')\n")
     result = lint(tree_with_plugins)
     assert result.returncode == 1
-    assert ('roles/monitoring/templates/prometheus.yml.j2:%d merges sglang_server_extra_args itself'
+    assert ('roles/monitoring/templates/prometheus.yml.j2:%d merges the server arguments itself'
             % line_count(template)) in result.stdout
-    assert ('plugins/module_utils/_inputs.py:%d merges the extra arguments itself: use _server_arguments.'
-            'effective_arguments' % (line_count(inputs) - 1)) in result.stdout
+    assert ('plugins/module_utils/_inputs.py:%d merges the server arguments itself: use _server_arguments.layers.'
+            'merge_layers' % (line_count(inputs) - 1)) in result.stdout
 
 
 ENTRY_POINTS = ('main, deploy, topology, benchmark, experiment, campaign, report, plan, sort, current, stage_weights,'
@@ -262,7 +262,7 @@ def test_an_entry_point_lists_exactly_the_options_its_tasks_read(tree):
 
 
 def merge_problem(path, line):
-    return '%s:%d merges the extra arguments itself: use _server_arguments.effective_arguments' % (path, line)
+    return '%s:%d merges the server arguments itself: use _server_arguments.layers.merge_layers' % (path, line)
 
 
 @pytest.mark.parametrize('planted', [
@@ -275,6 +275,8 @@ def merge_problem(path, line):
     "layers = (args, params.get('extra_args'))\n    merged = {}\n    for layer in layers:\n        merged.update(layer)",
     "merged = dict(args)\n    for flag, value in extra_args.items():\n        merged[flag] = value",
     "merged = dict(args)\n    merged |= extra_args",
+    # The node layer is a layer as well.
+    "merged = {**extra, **node_args}",
 ])
 def test_a_second_merge_of_the_server_arguments_in_python_fails(tree_with_plugins, planted):
     inputs = tree_with_plugins / 'plugins' / 'module_utils' / '_inputs.py'
@@ -289,10 +291,10 @@ def test_a_second_merge_of_the_server_arguments_in_python_fails(tree_with_plugin
 
 
 def test_a_merge_outside_the_one_function_of_its_own_file_fails(tree_with_plugins):
-    module = tree_with_plugins / 'plugins' / 'module_utils' / '_server_arguments.py'
+    module = tree_with_plugins / 'plugins' / 'module_utils' / '_server_arguments' / 'layers.py'
     append(module, "\n\ndef port(args, extra_args):\n    return {**args, **extra_args}.get('port')\n")
     result = lint(tree_with_plugins)
-    assert problems(result) == [merge_problem('plugins/module_utils/_server_arguments.py', line_count(module))]
+    assert problems(result) == [merge_problem('plugins/module_utils/_server_arguments/layers.py', line_count(module))]
 
 
 def test_reading_the_merge_from_its_function_passes(tree_with_plugins):
@@ -304,7 +306,8 @@ def test_reading_the_merge_from_its_function_passes(tree_with_plugins):
     assert problems(result) == [] and result.returncode == 0, result.stdout
 
 
-JINJA_MERGE = 'merges sglang_server_extra_args itself: use the filters inferops.serving.server_port / tp_size'
+JINJA_MERGE = ('merges the server arguments itself: give each layer to the sglang_server role, read them with the'
+               ' filters inferops.serving.server_port / tp_size')
 
 
 @pytest.mark.parametrize('planted, offset', [
@@ -314,6 +317,9 @@ JINJA_MERGE = 'merges sglang_server_extra_args itself: use the filters inferops.
     # Through a Jinja alias.
     ("{% set extra = hostvars[host]['sglang_server_extra_args'] | default({}) %}\n"
      "{{ hostvars[host]['sglang_server_args'] | combine(extra) }}\n", 1),
+    # Laying more over the extra layer is a merge too (a replica's node arguments once were).
+    ("{{ sglang_server_extra_args | default({})\n   | combine({'node-rank': 1}) }}\n", 1),
+    ("{{ sglang_server_node_args | combine(sglang_server_args) }}\n", 0),
 ])
 def test_a_second_merge_of_the_server_arguments_in_jinja_fails(tree, planted, offset):
     template = tree / 'roles' / 'monitoring' / 'templates' / 'prometheus.yml.j2'

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import (
     SourceTree,
     read_server_options,
 )

@@ -27,7 +27,7 @@ SERVER_ARGS = os.path.join(HERE, 'fixtures', 'sglang', '0.5.9', 'sglang', 'srt',
 # 0.5.23 declares its options as fields of these structs; a field's name is its dest and flag.
 FIELDS_0_5_23 = os.path.join(HERE, 'fixtures', 'sglang', '0.5.23', 'sglang', 'srt', 'arg_groups', 'fields')
 ROUTER_ARGS = os.path.join(HERE, 'fixtures', 'sglang_router', '0.3.2', 'router_args.py.txt')
-LAUNCHER = os.path.join(REPO, 'roles', 'sglang_server', 'files', 'sglang-launch')
+LAUNCHER_SECRET_NAMES = os.path.join(REPO, 'roles', 'sglang_launcher', 'files', 'sglang_launch', 'secret_names.py')
 
 
 def read(path):
@@ -105,7 +105,7 @@ def test_flags_that_carry_no_secret(key):
 
 def test_the_launcher_on_the_node_names_the_same_secrets():
     # The launcher runs on the node without this collection, so it keeps its own copy of the names.
-    loader = importlib.machinery.SourceFileLoader('sglang_launch_secrets', LAUNCHER)
+    loader = importlib.machinery.SourceFileLoader('sglang_launch_secrets', LAUNCHER_SECRET_NAMES)
     spec = importlib.util.spec_from_loader(loader.name, loader)
     launcher = importlib.util.module_from_spec(spec)
     loader.exec_module(launcher)

@@ -6,12 +6,12 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.address import probe_url, server_address
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import (
     ServerArgumentsError,
     effective_arguments,
     flag_name,
-    probe_url,
-    server_address,
+    merge_layers,
     server_port,
 )
 
@@ -53,12 +53,23 @@ def test_the_port_as_prometheus_reads_it():
         server_port({'port': 'http'})
 
 
-def test_dropped_flags_are_those_a_later_layer_removes_last():
-    from ansible_collections.inferops.serving.plugins.module_utils._server_arguments import dropped_flags
-    topology = {'nsa-decode-backend': 'trtllm'}
+def test_the_merge_keeps_the_last_word_on_each_flag_where_the_flag_first_appeared():
+    topology = {'nsa-decode-backend': 'trtllm', 'cuda-graph-max-bs': 64}
     inventory = {'nsa_decode_backend': 'trtllm', 'tp': 8, 'port': 8000}
-    overlay = {'--nsa-decode-backend': False, 'tensor-parallel-size': None, 'dsa-decode-backend': 'trtllm'}
-    assert dropped_flags(topology, inventory, overlay) == [{'nsa-decode-backend'}, {'nsa_decode_backend', 'tp'}, set()]
+    overlay = {'--nsa-decode-backend': False, 'tensor-parallel-size': None, 'dsa-decode-backend': 'trtllm', 'port': 8001}
+    merged = merge_layers(topology, inventory, overlay)
+    assert list(merged) == ['nsa-decode-backend', 'cuda-graph-max-bs', 'tp-size', 'port', 'dsa-decode-backend']
+    assert [(s.key, s.value, s.layer, s.removes) for s in merged.values()] == [
+        ('--nsa-decode-backend', False, 2, True), ('cuda-graph-max-bs', 64, 0, False),
+        ('tensor-parallel-size', None, 2, True), ('port', 8001, 2, False), ('dsa-decode-backend', 'trtllm', 2, False)]
+    # What reaches the command line: the removals taken out.
+    assert effective_arguments(topology, inventory, overlay) == {
+        'cuda-graph-max-bs': 64, 'port': 8001, 'dsa-decode-backend': 'trtllm'}
     # Set again after a removal: kept.
-    assert dropped_flags({'a': 1}, {'a': False}, {'a': 2}) == [set(), set(), set()]
-    assert dropped_flags(None, {'a': 1}) == [set(), set()]
+    assert merge_layers({'a': 1}, {'a': False}, {'a': 2})['a'].value == 2
+    assert merge_layers(None, {'a': 1}) == {'a': (('a', 1, 1, None))}
+
+
+def test_two_spellings_of_one_flag_in_one_layer_are_told():
+    assert merge_layers({'tp': 2, 'tp-size': 4})['tp-size'].repeated == 'tp'
+    assert merge_layers({'tp': 2}, {'tp-size': 4})['tp-size'].repeated is None

@@ -9,17 +9,14 @@ import textwrap
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_arg_groups_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.arg_groups_reader import (
     parse_arg_groups,
     read_arg_group_defaults,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
-    SglangServerArgsError,
-    build_server_command,
-    resolve_option,
-)
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import SourceTree
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import SglangSourceError
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import build_server_command
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.option_checks import SglangServerArgsError, resolve_option
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import SourceTree
 
 SOURCES = SourceTree(os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.23'), suffix='.txt')
 

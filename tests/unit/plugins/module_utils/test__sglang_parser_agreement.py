@@ -18,12 +18,9 @@ import subprocess
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
-    _convert,
-    argv_from_topology,
-    build_server_command,
-)
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import argv_from_topology, build_server_command
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.option_checks import _convert
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import (
     SourceTree,
     read_server_options,
 )

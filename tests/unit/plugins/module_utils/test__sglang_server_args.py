@@ -8,22 +8,23 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import (
     SglangSourceError,
     parse_argparse_source,
     read_field_defaults,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
-    SglangServerArgsError,
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import (
     argv_from_topology,
     build_server_command,
-    check_tensor_parallel,
-    gpus_per_node,
     render_argv,
-    resolve_option,
-    server_endpoint,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import SourceTree
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.endpoint import gpus_per_node, server_endpoint
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.option_checks import (
+    SglangServerArgsError,
+    check_tensor_parallel,
+    resolve_option,
+)
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import SourceTree
 
 SOURCES = SourceTree(os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang', '0.5.9'), suffix='.txt')
 

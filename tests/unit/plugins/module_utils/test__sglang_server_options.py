@@ -8,12 +8,10 @@ import os
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import SglangSourceError
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_args import (
-    build_server_command,
-    server_endpoint,
-)
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_server_options import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import SglangSourceError
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.command import build_server_command
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.endpoint import server_endpoint
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.installed_options import (
     SourceTree,
     options_layout,
     read_server_options,

@@ -49,6 +49,25 @@ def test_valid_arguments_give_argv_and_endpoint(venv, capsys):
     assert any('--tp-size' in note for note in result['notes'])
 
 
+def test_the_layers_are_merged_in_their_order(venv, capsys):
+    """The role's metrics and revision under the arguments, the node's place in its replica over them all."""
+    result = _run(capsys, {
+        'venv_path': venv,
+        'enable_metrics': True,
+        'model_revision': 'abc123',
+        'args': {'model': 'm', 'tp': 8, 'nnodes': 1},
+        'extra_args': {'max-running-requests': 512, 'revision': False},
+        'node_args': {'nnodes': 2, 'node-rank': 1, 'dist-init-addr': '10.0.0.1:5000'},
+        'gpu_count': 4,
+    })
+    assert result.get('failed') is not True, result
+    argv = result['argv']
+    assert argv[0] == '--enable-metrics' and '--revision' not in argv
+    assert argv[argv.index('--nnodes') + 1] == '2' and argv[argv.index('--node-rank') + 1] == '1'
+    assert argv.index('--tp-size') < argv.index('--nnodes') < argv.index('--max-running-requests')
+    assert result['gpus_per_node'] == 4
+
+
 def test_every_error_is_listed_and_the_task_fails(venv, capsys):
     result = _run(capsys, {
         'venv_path': venv,

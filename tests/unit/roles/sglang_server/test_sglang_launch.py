@@ -9,12 +9,13 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import runpy
 import sys
 
 import pytest
 
-LAUNCHER = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'sglang_server', 'files',
-                        'sglang-launch')
+ROLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles')
+LAUNCHER = os.path.join(ROLES, 'sglang_launcher', 'files', 'sglang-launch')
 
 
 @pytest.fixture
@@ -154,7 +155,7 @@ def test_the_routers_admin_key_becomes_its_one_control_plane_key_without_a_comma
     assert 'SGLANG_ROUTER_ADMIN_API_KEY' not in env and 'SGLANG_API_KEY' not in env
     assert 'key-with-colons' not in ' '.join(argv) and 'servers-key' not in ' '.join(argv)
     started = []
-    monkeypatch.setattr(launcher.runpy, 'run_module', lambda module, **kw: started.append((module, list(sys.argv))))
+    monkeypatch.setattr(runpy, 'run_module', lambda module, **kw: started.append((module, list(sys.argv))))
     assert launcher.main(argv[2:]) == 0
     assert started == [('smg.launch_router', ['smg.launch_router', '--port', '30000', '--api-key', 'servers-key',
                                               '--control-plane-api-keys',
@@ -280,6 +281,6 @@ def test_without_a_key_nothing_is_masked_or_refused(layouts_on_path, tmp_path):
 
 
 def test_the_unit_does_not_restart_a_launcher_that_refused():
-    with open(os.path.join(os.path.dirname(LAUNCHER), '..', 'templates', 'sglang.service.j2')) as handle:
+    with open(os.path.join(ROLES, 'sglang_server', 'templates', 'sglang.service.j2')) as handle:
         unit = handle.read()
     assert 'RestartPreventExitStatus=78\n' in unit

@@ -27,7 +27,7 @@ import time
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCHER = os.path.join(HERE, '..', '..', '..', '..', 'roles', 'sglang_server', 'files', 'sglang-launch')
+LAUNCHER = os.path.join(HERE, '..', '..', '..', '..', 'roles', 'sglang_launcher', 'files', 'sglang-launch')
 PROBE_SITE = os.path.join(HERE, 'probe_site')
 SECRETS = {'SGLANG_API_KEY': 'sk-real-release-Hq2x9K', 'SGLANG_ADMIN_API_KEY': 'sk-real-admin-Pv6n3D',
            'HF_TOKEN': 'hf_realReleaseToken7Tq'}

@@ -24,7 +24,7 @@ __metaclass__ = type
 
 import ast
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import (
     SglangSourceError,
     SourceModule,
     action_name,

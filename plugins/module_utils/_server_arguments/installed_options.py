@@ -17,13 +17,13 @@ __metaclass__ = type
 import glob
 import os
 
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_arg_groups_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.arg_groups_reader import (
     FIELDS_PACKAGE,
     SERVER_ARGS_MODULE,
     parse_arg_groups,
     read_arg_group_defaults,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._sglang_argparse_reader import (
+from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.argparse_reader import (
     SglangSourceError,
     parse_argparse_source,
     read_field_defaults,
