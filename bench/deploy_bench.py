@@ -5,9 +5,11 @@ Rows:
   * full deploy of the stack on a fresh lab node (deploy.yml);
   * no-op redeploy (deploy.yml again, changed=0 required) and its ratio to a bare
     fact-gathering play against the same node in the same run;
-  * from the end of the failed experiment's benchmark to a healthy baseline
-    (experiment.yml with sm120_allreduce_fusion and force=true; read from the node's history),
-    and what of it is not the server's own restart (systemd's timestamps of that restart);
+  * from the end of the failed experiment's benchmark to a healthy baseline (experiment.yml with
+    sm120_allreduce_fusion and force=true; the benchmark's end read from the node's history, the
+    baseline healthy when systemd saw its unit active again, which it is once the ready path
+    answers; the rollback's record, written after, in the note), and what of it is not the
+    server's own restart (systemd's timestamps of that restart);
   * a rejected SGLang upgrade (release set 0.5.23 whose answers part from the baseline's, so that
     the correctness lock rolls it back) from the end of its benchmark to a healthy baseline, by
     switching back to the venv the server ran from, against reinstalling the old set with pip
@@ -37,6 +39,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 from bench_common import BIN, REPO_ROOT, PlaybookRun, env, run
 
@@ -120,13 +123,16 @@ def recovery_from_history(history):
     return rollback["epoch"] - fused["epoch"], rollback
 
 
-def server_restart_seconds(log):
-    """The server's own last restart as systemd saw it: from leaving active (its stop began) to
-    active again (the unit becomes active once /health answers)."""
+def server_restart(log):
+    """The server's own last restart as systemd saw it: (seconds from leaving active, its stop
+    began, to active again, the unit being active once its ready path answers; and the epoch at
+    which it was active again). The lab node shares this host's kernel, so its monotonic clock is
+    this process's: the offset to the epoch is read here."""
     _elapsed, proc = run(["docker", "exec", NODE, "systemctl", "show", "sglang.service",
                           "--property=ActiveExitTimestampMonotonic", "--property=ActiveEnterTimestampMonotonic"], log)
     values = dict(line.split("=", 1) for line in proc.stdout.split())
-    return (int(values["ActiveEnterTimestampMonotonic"]) - int(values["ActiveExitTimestampMonotonic"])) / 1e6
+    entered, exited = int(values["ActiveEnterTimestampMonotonic"]) / 1e6, int(values["ActiveExitTimestampMonotonic"]) / 1e6
+    return entered - exited, entered + (time.time() - time.monotonic())
 
 
 def noise_row(history):
@@ -261,12 +267,15 @@ def main(argv):
                                          "-e", "serving_experiment_force=true"], log, check=False)
         if proc.returncode == 0 or not PlaybookRun(proc.returncode, proc.stdout).said("rolled back"):
             raise SystemExit("the forced experiment was not rolled back; see %s" % log)
-        recovery, rollback = recovery_from_history(node_history(log))
-        restart = server_restart_seconds(log)
-        rows.append(["failed experiment's benchmark -> healthy baseline", "%.1f s" % recovery,
-                     rollback.get("message", "")])
-        rows.append(["... beyond the server's own restart (goal: at most 5 s)", "%.1f s" % (recovery - restart),
-                     "the rollback's restart until /health, as systemd saw it: %.1f s (%s)"
+        recovered, rollback = recovery_from_history(node_history(log))
+        restart, healthy_epoch = server_restart(log)
+        # Healthy again when the unit is active again (it is once its ready path answers); the
+        # rollback's record is written after that, with the deploy record of what runs again.
+        healthy = healthy_epoch - (rollback["epoch"] - recovered)
+        rows.append(["failed experiment's benchmark -> healthy baseline", "%.1f s" % healthy,
+                     "%s; rollback recorded after %.1f s" % (rollback.get("message", ""), recovered)])
+        rows.append(["... beyond the server's own restart (goal: at most 5 s)", "%.1f s" % (healthy - restart),
+                     "the rollback's restart until its ready path answers, as systemd saw it: %.1f s (%s)"
                      % (restart, rollback.get("how", ""))])
         after, proc = run(playbook + ["deploy.yml"], log)
         rows.append(["deploy.yml after the rollback", "%.1f s" % after,

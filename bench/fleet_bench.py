@@ -8,7 +8,9 @@ Rows:
     real fleet each node's share runs on that node);
   * requests that failed through the router during a rolling redeploy that changes one argument
     on every node (molecule/fleet/loadgen.py at a fixed concurrency); goal 0;
-  * p99 latency of those requests during the rollout against the 15 s before it.
+  * p99 latency of those requests during the rollout against the 15 s before it;
+  * where the fleet's no-op spends the time one node's does not: both no-ops run once more under
+    ansible.posix.profile_tasks (not timed above), and the tasks whose time grows most are listed.
 
 The containers (bench-fleet-*) are created at the start and removed at the end.
 Usage: fleet_bench.py [--keep] [--json FILE]
@@ -43,6 +45,26 @@ def busy_text(fleet_cpu, fleet, one_cpu, one):
     if fleet_cpu.nodes is None or one_cpu.nodes is None:
         return "unavailable"
     return "%.2f / %.2f" % ((fleet_cpu.controller + fleet_cpu.nodes) / fleet, (one_cpu.controller + one_cpu.nodes) / one)
+
+
+PROFILE_LINE = re.compile(r"^(?P<task>.+?) -+ (?P<seconds>[0-9.]+)s$", re.M)
+PROFILE_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all"}
+
+
+def task_seconds(output):
+    """Seconds per task name (summed over the tasks of that name) from profile_tasks' summary."""
+    seconds = {}
+    for match in PROFILE_LINE.finditer(output):
+        name = match.group("task").strip()
+        seconds[name] = seconds.get(name, 0.0) + float(match.group("seconds"))
+    return seconds
+
+
+def growth_text(fleet_tasks, one_tasks, count=5):
+    """The tasks whose time grows most from one node's no-op to the fleet's, as 'name +s (one -> fleet)'."""
+    growth = sorted(((fleet_tasks.get(name, 0.0) - one_tasks.get(name, 0.0), name) for name in fleet_tasks), reverse=True)
+    return ["%s +%.1f s (%.1f -> %.1f)" % (name, grown, one_tasks.get(name, 0.0), fleet_tasks[name])
+            for grown, name in growth[:count] if grown > 0]
 
 
 def changed_total(output):
@@ -101,6 +123,10 @@ def main(argv):
             fleet, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
+        _elapsed, proc = run(playbook + ["-l", NODES[0]], log, extra_env=dict(FORKS, **PROFILE_ENV))
+        one_tasks = task_seconds(proc.stdout)
+        _elapsed, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=dict(FORKS, **PROFILE_ENV))
+        growth = growth_text(task_seconds(proc.stdout), one_tasks)
 
         key = "lab-router-key-not-a-secret"
         stop, marks, out = (os.path.join(workdir, n) for n in ("load.stop", "load.marks", "load.json"))
@@ -131,6 +157,7 @@ def main(argv):
         ("  CPU of those no-ops, lab nodes", cpu_text(fleet_cpu.nodes, one_cpu.nodes),
          "containers on the controller's %d cores" % CORES),
         ("  cores busy during those no-ops", busy_text(fleet_cpu, fleet, one_cpu, one), "of %d" % CORES),
+        ("  tasks that grow most (profile_tasks)", growth[0] if growth else "n/a", "; ".join(growth[1:])),
         ("failed requests during the rolling redeploy", "%d of %d (rollout %.0f s)"
          % (clients["during"]["failed"], clients["during"]["requests"], rollout), "0"),
         ("p99 latency during / before the rollout", "%s ms / %s ms" % (clients["during"]["p99_ms"], clients["before"]["p99_ms"]),
@@ -146,7 +173,7 @@ def main(argv):
             json.dump({"noop_one_s": one, "noop_fleet_s": fleet, "ratio": ratio, "rollout_s": rollout,
                        "noop_cpu_s": {"one": {"controller": one_cpu.controller, "nodes": one_cpu.nodes},
                                       "fleet": {"controller": fleet_cpu.controller, "nodes": fleet_cpu.nodes}},
-                       "clients": clients}, handle, indent=2)
+                       "noop_task_growth": growth, "clients": clients}, handle, indent=2)
     return 0
 
 
