@@ -19,6 +19,7 @@ Usage: fleet_bench.py [--keep] [--json FILE]
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
