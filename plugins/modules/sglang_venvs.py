@@ -86,6 +86,7 @@ removed:
   elements: str
 '''
 
+import errno
 import os
 import shutil
 
@@ -97,15 +98,23 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_venvs imp
     venv_names,
 )
 
-# A venv being removed is first renamed to this prefix and a later run finishes the removal.
+# A venv being removed is first renamed to this prefix and a later run finishes the removal. Where
+# the folder cannot be renamed, it holds this file instead while it is removed.
 REMOVING_PREFIX = '.removing-'
+REMOVING_MARK = '.inferops-removing'
+
+
+def being_removed(folder, name):
+    """Whether ``name`` in ``folder`` is what a removal (perhaps of a killed run) left."""
+    return name.startswith(REMOVING_PREFIX) or os.path.exists(os.path.join(folder, name, REMOVING_MARK))
 
 
 def folders(path):
-    """The names of the folders in ``path``; none when it does not exist."""
+    """The names of the folders in ``path`` (none being removed); none when it does not exist."""
     if not os.path.isdir(path):
         return []
-    return sorted(name for name in os.listdir(path) if os.path.isdir(os.path.join(path, name)))
+    return sorted(name for name in os.listdir(path)
+                  if os.path.isdir(os.path.join(path, name)) and not being_removed(path, name))
 
 
 def installed_venvs(path):
@@ -113,16 +122,25 @@ def installed_venvs(path):
     venvs = {}
     for name in sorted(os.listdir(path)) if os.path.isdir(path) else []:
         marker = os.path.join(path, name, 'pyvenv.cfg')
-        if not name.startswith('.') and os.path.isfile(marker):
+        if not name.startswith('.') and os.path.isfile(marker) and not being_removed(path, name):
             venvs[name] = os.stat(marker).st_mtime
     return venvs
 
 
 def remove_folder(path, name):
-    """Remove the folder ``name`` of ``path``: renamed first, so that a run killed half way leaves no
-    partial venv or cache under a name that would be taken for whole."""
+    """Remove the folder ``name`` of ``path`` so that a run killed half way leaves no partial venv or
+    cache that would be taken for whole: renamed first, or, where the file system refuses to rename
+    it (overlayfs, for a folder of a container image's lower layer: EXDEV), marked first."""
+    folder = os.path.join(path, name)
     doomed = os.path.join(path, REMOVING_PREFIX + name)
-    os.rename(os.path.join(path, name), doomed)
+    try:
+        os.rename(folder, doomed)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        with open(os.path.join(folder, REMOVING_MARK), 'w'):
+            pass
+        doomed = folder
     shutil.rmtree(doomed)
 
 
@@ -149,7 +167,7 @@ def main():
     caches_path = module.params['caches_path']
     removed_caches = stale_caches(folders(caches_path), kept) if caches_path else []
     leftovers = [(folder, name) for folder in [path] + ([caches_path] if caches_path else [])
-                 for name in (os.listdir(folder) if os.path.isdir(folder) else []) if name.startswith(REMOVING_PREFIX)]
+                 for name in (os.listdir(folder) if os.path.isdir(folder) else []) if being_removed(folder, name)]
     changed = bool(removed) or bool(removed_caches) or bool(leftovers)
     if changed and not module.check_mode:
         try:
