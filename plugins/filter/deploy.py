@@ -6,11 +6,16 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy as _deploy_closing
+from ansible_collections.inferops.serving.plugins.module_utils._closing import serving_now as _serving_now
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_summary import summary
 
 
-def deploy_closing(failure, release_set, unit, before=None, after='', out_of_router=False):
-    return _deploy_closing(failure, release_set, unit, before, after, out_of_router)
+def deploy_closing(failure, release_set, out_of_router=False):
+    return _deploy_closing(failure, release_set, out_of_router)
+
+
+def closing_serving_now(before, unit, after='', restarted_by=''):
+    return _serving_now(unit, before, after or '', restarted_by or '')
 
 
 def deploy_summary(installation, deployment, topology, node, history_path, reports_dir, address=None):
@@ -20,6 +25,7 @@ def deploy_summary(installation, deployment, topology, node, history_path, repor
 class FilterModule(object):
     def filters(self):
         return {
+            'closing_serving_now': closing_serving_now,
             'deploy_closing': deploy_closing,
             'deploy_summary': deploy_summary,
         }

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The closing words of a run that refused, stopped or rolled back a change on a node.
 
-Each function returns the four parts the serving role's closing step says (``what``, ``reason``,
-``change``, ``serving``), or None when the run has nothing to close.
+Each run's function returns the parts the serving role's closing step says (``what``, ``reason``,
+``change``, ``serving``; empty when the step reads what the node serves, with serving_now), or None
+when the run has nothing to close.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -48,31 +49,44 @@ def _unit_property(show, name):
     return None if match is None else match.group(1)
 
 
-def deploy(failure, release_set, unit, before=None, after='', out_of_router=False):
-    """A deploy that failed (``failure``: ``task``, ``msg``, ``arguments_refused``). ``before`` and
-    ``after`` are ``systemctl show`` of the server's unit (ActiveState, MainPID, ExecStart) right after
-    the node lock was taken (None: the deploy stopped before) and after the failure; ``out_of_router``:
-    the node left a router it stays out of."""
-    refused = bool(failure.get('arguments_refused'))
+def _command_line(show):
+    """The command line of ExecStart (its ``argv[]``), without the times systemd adds to it."""
+    match = re.search(r'argv\[\]=[^;]*', show or '')
+    return None if match is None else match.group(0)
+
+
+def serving_now(unit, before=None, after='', restarted_by=''):
+    """What the node serves at the end of a run that failed, from ``systemctl show`` of the server's
+    unit (ActiveState, MainPID, ExecStart) read under the node lock before the run changed anything
+    (``before``; None: the run stopped before it) and at its end (``after``). The same process on the
+    same command line is a node that serves as before; so is the same command line started again by
+    ``restarted_by`` (a restart that changes no file of the node, such as its VM's); nothing else is."""
     if before is None:
-        serving = 'Nothing was changed on the node.'
-    else:
-        active = _unit_property(after, 'ActiveState') == 'active'
-        if active and before == after:
-            serving = ('The node serves as before: %s still runs the same process (PID %s) on the same command line.'
-                       % (unit, _unit_property(after, 'MainPID')))
-        elif not active and _unit_property(before, 'ActiveState') != 'active':
-            serving = 'The node served nothing before this deploy, and serves nothing now.'
-        else:
-            serving = ('The node does not serve as before: %s %s; see the error above and the journal (journalctl -u %s).'
-                       % (unit, 'was restarted or changed' if active else 'is not running', unit))
-    if out_of_router:
-        serving += ' It stays out of the router until a deploy of it succeeds.'
+        return 'Nothing was changed on the node.'
+    active = _unit_property(after, 'ActiveState') == 'active'
+    pid = _unit_property(after, 'MainPID')
+    if active and before == after:
+        return 'The node serves as before: %s still runs the same process (PID %s) on the same command line.' % (unit, pid)
+    if active and restarted_by and _command_line(before) == _command_line(after):
+        return ('The node serves as before: %s runs the same command line again (PID %s), restarted by %s.'
+                % (unit, pid, restarted_by))
+    if not active and _unit_property(before, 'ActiveState') != 'active':
+        return 'The node served nothing before this run, and serves nothing now.'
+    return ('The node does not serve as before: %s %s; see the error above and the journal (journalctl -u %s).'
+            % (unit, 'was restarted or changed' if active else 'is not running', unit))
+
+
+def deploy(failure, release_set, out_of_router=False):
+    """A deploy that failed (``failure``: ``task``, ``msg``, ``arguments_refused``); ``out_of_router``:
+    the node left a router it stays out of. What the node serves is read at the end (serving_now):
+    ``serving`` is empty, ``also`` says what follows it."""
+    refused = bool(failure.get('arguments_refused'))
     return {
         'what': '%s (release set %s)' % ('Deploy refused' if refused else 'Deploy stopped', release_set),
         'reason': '%s%s' % ('' if refused or not failure.get('task') else '%s: ' % failure['task'], failure['msg']),
         'change': '%s, then run deploy.yml again' % (
             'change or remove these server arguments in sglang_server_args or sglang_server_extra_args, or deploy a'
             ' release set whose SGLang accepts them (sglang_release_set)' if refused else 'what the message says'),
-        'serving': serving,
+        'serving': '',
+        'also': 'It stays out of the router until a deploy of it succeeds.' if out_of_router else '',
     }

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy, experiment
+from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy, experiment, serving_now
 
 PLAN = {'name': 'nccl_min_nchannels_16', 'refused': False,
         'restore': {'sglang_server_extra_env': {}, 'sglang_server_extra_args': {}}}
@@ -56,33 +56,54 @@ REFUSED = {'task': 'Check the server arguments', 'msg': 'unknown: --foo', 'argum
 
 
 def test_a_refused_deploy_names_the_arguments_to_change_without_the_task():
-    closing = deploy(REFUSED, '0.5.23', 'sglang.service', RUNNING, RUNNING)
+    closing = deploy(REFUSED, '0.5.23')
     assert closing['what'] == 'Deploy refused (release set 0.5.23)'
     assert closing['reason'] == 'unknown: --foo'
     assert closing['change'].startswith('change or remove these server arguments in sglang_server_args')
     assert closing['change'].endswith(', then run deploy.yml again')
 
 
-@pytest.mark.parametrize('before, after, serving', [
-    (None, '', 'Nothing was changed on the node.'),
-    (RUNNING, RUNNING, 'The node serves as before: sglang.service still runs the same process (PID 4242) on the same '
-                       'command line.'),
-    (STOPPED, STOPPED, 'The node served nothing before this deploy, and serves nothing now.'),
-    (RUNNING, RESTARTED, 'The node does not serve as before: sglang.service was restarted or changed; see the error above '
-                         'and the journal (journalctl -u sglang.service).'),
-    (RUNNING, STOPPED, 'The node does not serve as before: sglang.service is not running; see the error above and the '
-                       'journal (journalctl -u sglang.service).'),
-    (RUNNING, '', 'The node does not serve as before: sglang.service is not running; see the error above and the '
-                  'journal (journalctl -u sglang.service).'),
-])
-def test_a_stopped_deploy_says_whether_the_node_serves_as_before(before, after, serving):
-    closing = deploy(FAILED, '0.5.9', 'sglang.service', before, after)
+def test_a_stopped_deploy_names_the_task_and_leaves_what_the_node_serves_to_the_read_at_the_end():
+    closing = deploy(FAILED, '0.5.9')
     assert closing['what'] == 'Deploy stopped (release set 0.5.9)'
     assert closing['reason'] == 'Wait for the server: timed out'
     assert closing['change'] == 'what the message says, then run deploy.yml again'
-    assert closing['serving'] == serving
+    assert closing['serving'] == ''
+    assert closing['also'] == ''
 
 
 def test_a_node_out_of_the_router_stays_out():
-    closing = deploy(FAILED, '0.5.9', 'sglang.service', RUNNING, STOPPED, out_of_router=True)
-    assert closing['serving'].endswith('. It stays out of the router until a deploy of it succeeds.')
+    assert deploy(FAILED, '0.5.9', out_of_router=True)['also'] == 'It stays out of the router until a deploy of it succeeds.'
+
+
+# As systemctl show writes ExecStart: the times and PID of its last start follow the command line.
+EXEC_START = ('ExecStart={ path=/opt/sglang/bin/sglang-launch ; argv[]=/opt/sglang/bin/sglang-launch --port 8000 ; '
+              'ignore_errors=no ; start_time=[%s] ; stop_time=[n/a] ; pid=%s ; code=(null) ; status=0/0 }\n')
+BEFORE_REBOOT = 'ActiveState=active\nMainPID=4242\n' + EXEC_START % ('Fri 2026-12-04 09:00:00 UTC', 4242)
+REBOOTED = 'ActiveState=active\nMainPID=6161\n' + EXEC_START % ('Fri 2026-12-04 09:05:00 UTC', 6161)
+
+
+@pytest.mark.parametrize('before, after, restarted_by, serving', [
+    (None, '', '', 'Nothing was changed on the node.'),
+    (RUNNING, RUNNING, '', 'The node serves as before: sglang.service still runs the same process (PID 4242) on the same '
+                           'command line.'),
+    (STOPPED, STOPPED, '', 'The node served nothing before this run, and serves nothing now.'),
+    (RUNNING, RESTARTED, '', 'The node does not serve as before: sglang.service was restarted or changed; see the error '
+                             'above and the journal (journalctl -u sglang.service).'),
+    (RUNNING, STOPPED, '', 'The node does not serve as before: sglang.service is not running; see the error above and the '
+                           'journal (journalctl -u sglang.service).'),
+    (RUNNING, '', '', 'The node does not serve as before: sglang.service is not running; see the error above and the '
+                      'journal (journalctl -u sglang.service).'),
+    # A VM's restart runs the same command line again: as before, whatever systemd adds to ExecStart.
+    (BEFORE_REBOOT, REBOOTED, 'the restart of its VM',
+     'The node serves as before: sglang.service runs the same command line again (PID 6161), restarted by the restart '
+     'of its VM.'),
+    (BEFORE_REBOOT, STOPPED, 'the restart of its VM',
+     'The node does not serve as before: sglang.service is not running; see the error above and the journal '
+     '(journalctl -u sglang.service).'),
+    (BEFORE_REBOOT, REBOOTED.replace('--port 8000', '--port 9000'), 'the restart of its VM',
+     'The node does not serve as before: sglang.service was restarted or changed; see the error above and the journal '
+     '(journalctl -u sglang.service).'),
+])
+def test_what_the_node_serves_at_the_end_of_a_failed_run(before, after, restarted_by, serving):
+    assert serving_now('sglang.service', before, after, restarted_by) == serving
