@@ -89,7 +89,7 @@ lab-vm:
 lab-vm-stop:
 	@molecule/resources/lab-vm/start-vm.sh stop $(LAB_VM)
 
-# Not part of `make test`: one guest under TCG takes both cores for its whole run.
+# Not part of `make test`: a guest under TCG keeps a core busy for its whole run (about 18 minutes).
 test-vm: venv
 	@molecule/resources/lab-vm/test-vm.sh
 

@@ -196,6 +196,7 @@ recap again | grep -q 'changed=0 ' || fail "deploy.yml again changed the node: $
 say "deploy.yml again in $((SECONDS - step)) s: $(recap again)"
 slowest_tasks again
 
+boot_before=$(guest cat /proc/sys/kernel/random/boot_id)
 step=$SECONDS
 # In the background: `systemctl reboot` over SSH returns only when the guest drops the connection.
 guest sudo systemctl reboot >/dev/null 2>&1 &
