@@ -3,8 +3,8 @@
 """The closing words of a run that refused, stopped or rolled back a change on a node.
 
 Each run's function returns the parts the serving role's closing step says (``what``, ``reason``,
-``change``, ``serving``; empty when the step reads what the node serves, with serving_now), or None
-when the run has nothing to close.
+``change``, and ``serving`` where the run knows it in words; otherwise the step reads what the node
+serves, with serving_now), or None when the run has nothing to close.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -78,8 +78,8 @@ def serving_now(unit, before=None, after='', restarted_by=''):
 
 def deploy(failure, release_set, out_of_router=False):
     """A deploy that failed (``failure``: ``task``, ``msg``, ``arguments_refused``); ``out_of_router``:
-    the node left a router it stays out of. What the node serves is read at the end (serving_now):
-    ``serving`` is empty, ``also`` says what follows it."""
+    the node left a router it stays out of. What the node serves is read at the end (serving_now);
+    ``also`` says what follows it."""
     refused = bool(failure.get('arguments_refused'))
     return {
         'what': '%s (release set %s)' % ('Deploy refused' if refused else 'Deploy stopped', release_set),
@@ -87,6 +87,5 @@ def deploy(failure, release_set, out_of_router=False):
         'change': '%s, then run deploy.yml again' % (
             'change or remove these server arguments in sglang_server_args or sglang_server_extra_args, or deploy a'
             ' release set whose SGLang accepts them (sglang_release_set)' if refused else 'what the message says'),
-        'serving': '',
         'also': 'It stays out of the router until a deploy of it succeeds.' if out_of_router else '',
     }
