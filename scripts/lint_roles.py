@@ -36,13 +36,14 @@ Usage: python scripts/lint_roles.py [ROOT]           exit 1 and one line per pro
 """
 
 import ast
+import collections
 import os
 import re
 import sys
 
 import yaml
 
-from lint_single_source import check_argument_merges, check_secret_lists, python_files
+from lint_single_source import SAFE_LOADER, check_argument_merges, check_secret_lists, python_files
 
 SCANNED_DIRS = ('roles', 'playbooks', 'molecule', 'inventories')
 SCANNED_FILES = ('deploy.yml',)
@@ -51,6 +52,7 @@ TEXT_SUFFIXES = ('.yml', '.yaml', '.j2', '.py', '.md')
 NOT_CODE_SUFFIXES = ('.md', '.py')
 MODULE_UTILS = os.path.join('plugins', 'module_utils')
 MODULE_UTILS_MAX_LINES = 500
+WORD = re.compile(r'\w+')
 
 
 def roles(root):
@@ -62,7 +64,7 @@ def load_yaml(path):
     if not os.path.exists(path):
         return None
     with open(path) as handle:
-        return yaml.safe_load(handle)
+        return yaml.load(handle, Loader=SAFE_LOADER)
 
 
 def spec_options(root, role):
@@ -131,12 +133,12 @@ def check_unread(root, role, files):
     problems = []
     defaults = load_yaml(os.path.join(root, 'roles', role, 'defaults', 'main.yml')) or {}
     defaults_path = os.path.join(root, 'roles', role, 'defaults', 'main.yml')
+    # Each file's words once: a variable name is one word, read where its word appears (in the
+    # defaults file, beyond its own definition).
+    words = [(path, collections.Counter(WORD.findall(text))) for path, text in files
+             if not path.endswith('.md') and not path.endswith(os.path.join('meta', 'argument_specs.yml'))]
     for name in sorted(defaults):
-        pattern = re.compile(r'\b%s\b' % re.escape(name))
-        readers = [path for path, text in files
-                   if not path.endswith('.md') and not path.endswith(os.path.join('meta', 'argument_specs.yml'))
-                   and (path != defaults_path and pattern.search(text)
-                        or path == defaults_path and len(pattern.findall(text)) > 1)]
+        readers = [path for path, counts in words if counts[name] > (1 if path == defaults_path else 0)]
         if not readers:
             problems.append('roles/%s: %s is a role variable that nothing reads' % (role, name))
     return problems
@@ -164,7 +166,7 @@ USE_SKIPPED_DIRS = ('__pycache__', 'output', '.cache')
 USE_PLANTED = (os.path.join('tests', 'unit', 'scripts', 'test_lint_roles.py'),)
 
 
-class _TaglessLoader(yaml.SafeLoader):
+class _TaglessLoader(SAFE_LOADER):
     """Reads the YAML of playbooks whatever their tags (!unsafe, !vault): only the structure counts."""
 
 
