@@ -1,24 +1,13 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The monitoring node: Debian's Prometheus and Alertmanager, loopback only, with the inventory's targets."""
 
-import json
-import os
+from ansible_collections.inferops.serving.tests.utils.prometheus import api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules
 
 # A failed test prints their journal (conftest.py).
 JOURNAL_UNITS = ["prometheus", "prometheus-alertmanager"]
 testinfra_hosts = ["lab-default-prom"]
 
-API = "http://127.0.0.1:9090/api/v1"
 LAB_API_KEY = "lab-api-key-not-a-secret"
-
-
-def api(host, path, query=None):
-    if query is None:
-        result = host.run("curl -fsS %s", API + path)
-    else:
-        result = host.run("curl -fsS -G %s --data-urlencode %s", API + path, "query=" + query)
-    assert result.rc == 0, result.stderr
-    return json.loads(result.stdout)
 
 
 def test_debian_packages_run(host, journal):
@@ -94,18 +83,8 @@ def test_no_secret_in_the_monitoring_configuration(host):
     assert host.run("grep -r %s /etc/prometheus /etc/default/prometheus*" % LAB_API_KEY).rc == 1
 
 
-def test_every_dashboard_query_runs_on_this_prometheus(host):
-    dashboard_path = os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "roles", "monitoring", "files",
-                                  "grafana", "inferops-serving.json")
-    with open(dashboard_path) as handle:
-        dashboard = json.load(handle)
-    empty = []
-    for panel in dashboard["panels"]:
-        for target in panel.get("targets", []):
-            query = target["expr"].replace("$__rate_interval", "1m").replace("$node", ".*")
-            answer = api(host, "/query", query)
-            assert answer["status"] == "success", (panel["title"], query, answer)
-            # No router and no Xid in this lab: those panels stay empty; every other one has data.
-            if not answer["data"]["result"] and "smg_" not in query and "xid" not in query:
-                empty.append((panel["title"], query))
-    assert not empty
+def test_every_dashboard_query_has_data_and_every_alert_reads_series_that_exist(host):
+    # No router and no Xid in this lab: those stay empty; every other panel and alert has data.
+    assert not empty_dashboard_queries(host, may_be_empty=("smg_", "xid"))
+    assert not unhealthy_rules(host)
+    assert not rule_selectors_without_series(host, may_be_empty=("smg_", "sglang-router", "xid"))

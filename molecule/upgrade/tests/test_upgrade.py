@@ -2,7 +2,6 @@
 """After two upgrades, one kept and promoted, one rejected and rolled back by switching venvs."""
 
 import json
-import os
 import re
 
 import pytest
@@ -61,7 +60,6 @@ def test_the_history_shows_both_upgrades_and_the_rollback_by_switching_back(hist
     print("\n[upgrade] rejected upgrade back to a healthy baseline in %s s (%s)" % (rollback["recovery_s"], rollback["how"]))
 
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 API_KEY = "lab-api-key-not-a-secret"
 
 
@@ -79,32 +77,3 @@ def test_the_promoted_release_starts_as_its_release_set_says(host):
     assert API_KEY not in host.check_output("ps -eo args")
     # The ready path of 0.5.23, which 0.5.9 does not have.
     assert host.run("curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/ready").stdout == "200"
-
-
-def _monitored_sglang_series():
-    """The SGLang series the monitoring role's dashboard and alert rules read (both spellings)."""
-    names = set()
-    for path in (("roles", "monitoring", "files", "grafana", "inferops-serving.json"),
-                 ("roles", "monitoring", "templates", "inferops-serving.rules.yml.j2")):
-        with open(os.path.join(REPO, *path)) as handle:
-            names.update(re.findall(r'sglang\[:_\]([a-z0-9_]+)', handle.read()))
-    return names
-
-
-def test_every_sglang_metric_monitoring_reads_is_served_by_the_0_5_23_server(host):
-    # One request of each kind, so that the series labelled by is_streaming exist.
-    for stream in ("false", "true"):
-        host.check_output(
-            "curl -fsS -o /dev/null -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "
-            "-d '{\"model\": \"glm-5\", \"max_tokens\": 8, \"stream\": %s, "
-            "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}' http://127.0.0.1:8000/v1/chat/completions",
-            API_KEY, stream)
-    text = host.check_output("curl -fsS http://127.0.0.1:8000/metrics")
-    served = set(line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#"))
-    used = _monitored_sglang_series()
-    assert len(used) >= 10 and "inter_token_latency_seconds_bucket" in used
-    missing = sorted(name for name in used if "sglang:" + name not in served)
-    assert not missing, "the 0.5.23 server does not export: %s" % ", ".join(missing)
-    # 0.5.23's own: per-request TPOT, and the tokenizer's series split by is_streaming.
-    assert "sglang:request_time_per_output_token_seconds_bucket" in served
-    assert 'is_streaming="true"' in text and 'is_streaming="false"' in text

@@ -14,9 +14,10 @@ import jinja2
 import pytest
 import yaml
 
+from ansible_collections.inferops.serving.tests.utils.prometheus import DASHBOARD, dashboard_queries
+
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ROLE = os.path.join(REPO, 'roles', 'monitoring')
-DASHBOARD = os.path.join(ROLE, 'files', 'grafana', 'inferops-serving.json')
 RULES = os.path.join(ROLE, 'templates', 'inferops-serving.rules.yml.j2')
 PROMTOOL_TESTS = os.path.join(REPO, 'tests', 'promtool', 'inferops-serving.rules.test.yml')
 
@@ -38,14 +39,6 @@ def render_rules(overrides=None):
     variables.update(overrides or {})
     with open(RULES) as handle:
         return env.from_string(handle.read()).render(**variables)
-
-
-def dashboard_queries():
-    with open(DASHBOARD) as handle:
-        dashboard = json.load(handle)
-    for panel in dashboard['panels']:
-        for target in panel.get('targets', []):
-            yield panel['title'], target['expr']
 
 
 # Gauges SGLang 0.5.23 writes per priority beside their total under --enable-priority-scheduling.
