@@ -70,13 +70,15 @@ def unhealthy_rules(host):
 def rule_selectors_without_series(host, may_be_empty=()):
     """Each selector of an alert rule that matches no series on Prometheus on HOST, as (rule, selector):
     an alert reading a name no target exports evaluates fine and never fires. A selector that names
-    one of MAY_BE_EMPTY is not reported."""
-    missing = []
-    for name, rule in sorted(loaded_rules(host).items()):
-        for selector in sorted(set(RULE_SELECTOR.findall(rule['query']))):
-            if any(empty in selector for empty in may_be_empty):
-                continue
-            query = 'count(%s)' % ('{%s}' % selector if selector.startswith('__name__') else selector)
-            if not api(host, '/query', query)['data']['result']:
-                missing.append((name, selector))
-    return missing
+    one of MAY_BE_EMPTY is not reported. Each selector is asked once, however many rules read it."""
+    read_by = sorted((name, selector) for name, rule in loaded_rules(host).items()
+                     for selector in set(RULE_SELECTOR.findall(rule['query']))
+                     if not any(empty in selector for empty in may_be_empty))
+    without_series = set(selector for selector in set(selector for _name, selector in read_by)
+                         if not api(host, '/query', 'count(%s)' % _vector_selector(selector))['data']['result'])
+    return [(name, selector) for name, selector in read_by if selector in without_series]
+
+
+def _vector_selector(found):
+    """A RULE_SELECTOR match as a query of its own: a bare ``__name__`` matcher gets its braces."""
+    return '{%s}' % found if found.startswith('__name__') else found
