@@ -3,9 +3,10 @@ import json
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+
 # The serving node; the scenario's second node runs Prometheus (test_prometheus.py).
 testinfra_hosts = ["lab-default"]
-API_KEY = "lab-api-key-not-a-secret"  # the lab inventory's made-up key
 SERVER = "http://127.0.0.1:8000"
 
 
@@ -53,7 +54,7 @@ def test_server_runs_as_the_service_user_and_survives_reboots(host):
 def test_server_is_healthy_and_serves_the_known_good_model(host):
     _body, status = _body_and_status(_get(host, "/health"))
     assert status == 200
-    body, status = _body_and_status(_get(host, "/v1/models", key=API_KEY))
+    body, status = _body_and_status(_get(host, "/v1/models", key=LAB_API_KEY))
     assert status == 200
     assert json.loads(body)["data"][0]["id"] == "glm-5"
 
@@ -70,16 +71,16 @@ def test_unit_runs_the_baseline_arguments(host):
     assert "enable-flashinfer-allreduce-fusion" not in unit
     # The topology (P2P NS on every pair) adds what the inventory left unset.
     assert "--disable-custom-all-reduce" in unit
-    assert API_KEY not in unit
+    assert LAB_API_KEY not in unit
 
 
 def test_secrets_live_only_in_the_root_only_environment_file(host):
     env = host.file("/etc/sglang/sglang.env")
     assert env.user == "root"
     assert env.mode == 0o600
-    assert API_KEY in env.content_string
+    assert LAB_API_KEY in env.content_string
     cmdlines = host.run("cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' '").stdout
-    assert API_KEY not in cmdlines
+    assert LAB_API_KEY not in cmdlines
 
 
 def test_installed_stack_is_pristine_against_pip_record(host):

@@ -1,13 +1,12 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The monitoring node: Debian's Prometheus and Alertmanager, loopback only, with the inventory's targets."""
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
 from ansible_collections.inferops.serving.tests.utils.prometheus import api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules
 
 # A failed test prints their journal (conftest.py).
 JOURNAL_UNITS = ["prometheus", "prometheus-alertmanager"]
 testinfra_hosts = ["lab-default-prom"]
-
-LAB_API_KEY = "lab-api-key-not-a-secret"
 
 
 def test_debian_packages_run(host, journal):

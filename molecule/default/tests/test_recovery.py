@@ -19,9 +19,10 @@ import urllib.request
 import pytest
 import testinfra
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+
 JOURNAL_UNITS = ["sglang", "prometheus-node-exporter", "prometheus"]
 testinfra_hosts = ["lab-default"]
-API_KEY = "lab-api-key-not-a-secret"  # the lab inventory's made-up key
 PROMETHEUS_HOST = "lab-default-prom"
 BOUND = 120
 
@@ -40,7 +41,7 @@ class Clients:
         body = json.dumps({"model": "glm-5", "max_tokens": 4,
                            "messages": [{"role": "user", "content": "Say hi."}]}).encode()
         request = urllib.request.Request(self.url + "/v1/chat/completions", data=body, headers={
-            "Content-Type": "application/json", "Authorization": "Bearer " + API_KEY})
+            "Content-Type": "application/json", "Authorization": "Bearer " + LAB_API_KEY})
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status == 200 and bool(json.load(response)["choices"])
 
@@ -103,7 +104,7 @@ def _main_pid(host, unit):
 
 
 def _serves(host):
-    result = host.run("curl -sS -m 5 -H %s http://127.0.0.1:8000/v1/models", "Authorization: Bearer " + API_KEY)
+    result = host.run("curl -sS -m 5 -H %s http://127.0.0.1:8000/v1/models", "Authorization: Bearer " + LAB_API_KEY)
     return result.rc == 0 and json.loads(result.stdout)["data"][0]["id"] == "glm-5"
 
 

@@ -12,8 +12,9 @@ import subprocess
 import threading
 import time
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+
 testinfra_hosts = ["lab-default"]
-API_KEY = "lab-api-key-not-a-secret"  # the lab inventory's made-up key
 SERVER = "http://127.0.0.1:8000"
 
 
@@ -26,7 +27,7 @@ def _deploy(*extra):
 
 
 def _served_name(host):
-    result = host.run("curl -sS -H %s %s", "Authorization: Bearer " + API_KEY, SERVER + "/v1/models")
+    result = host.run("curl -sS -H %s %s", "Authorization: Bearer " + LAB_API_KEY, SERVER + "/v1/models")
     return json.loads(result.stdout)["data"][0]["id"]
 
 

@@ -1,6 +1,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every serving node ends on the changed argument and answers for its model."""
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+
 testinfra_hosts = ["ansible://fleet-node-1", "ansible://fleet-node-2", "ansible://fleet-node-3"]
 
 
@@ -12,7 +14,7 @@ def test_node_runs_the_new_argument(host):
 
 
 def test_node_reports_its_requests(host):
-    metrics = host.run("curl -sf -H 'Authorization: Bearer lab-api-key-not-a-secret' http://127.0.0.1:8000/metrics")
+    metrics = host.run("curl -sf -H 'Authorization: Bearer %s' http://127.0.0.1:8000/metrics" % LAB_API_KEY)
     assert metrics.rc == 0 and "sglang:num_running_reqs" in metrics.stdout
 
 

@@ -3,12 +3,13 @@
 
 import json
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, inventory_vars
+
 testinfra_hosts = ["ansible://fleet-router"]
 
 UNIT = "/etc/systemd/system/sglang-router.service"
 ENV_FILE = "/etc/sglang-router/sglang-router.env"
-CLIENT_KEY = "lab-router-key-not-a-secret"
-WORKER_KEY = "lab-api-key-not-a-secret"
+CLIENT_KEY = inventory_vars("molecule/fleet/inventory/group_vars/sglang_routers/fleet.yml")["sglang_router_api_key"]
 
 
 def _journal(host):
@@ -36,13 +37,13 @@ def test_keys_are_only_in_the_root_only_environment_file(host):
     env = host.file(ENV_FILE)
     assert env.user == "root" and env.mode == 0o600
     unit = host.file(UNIT).content_string
-    assert CLIENT_KEY not in unit and WORKER_KEY not in unit
+    assert CLIENT_KEY not in unit and LAB_API_KEY not in unit
     pid = host.run("systemctl show -p MainPID --value sglang-router.service").stdout.strip()
     cmdline = host.run("tr '\\0' ' ' < /proc/%s/cmdline" % pid).stdout
     environ = host.run("tr '\\0' '\\n' < /proc/%s/environ" % pid).stdout
     assert CLIENT_KEY not in cmdline and CLIENT_KEY not in environ
     journal = _journal(host)
-    assert CLIENT_KEY not in journal and WORKER_KEY not in journal
+    assert CLIENT_KEY not in journal and LAB_API_KEY not in journal
 
 
 def test_clients_need_the_key(host):

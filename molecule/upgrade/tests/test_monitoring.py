@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.lab import inventory_vars
 from ansible_collections.inferops.serving.tests.utils.prometheus import api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules
 
 testinfra_hosts = ["lab-upgrade-router"]
-API_KEY = "lab-api-key-not-a-secret"
+ROUTER_KEY = inventory_vars("molecule/upgrade/inventory/group_vars/sglang_routers/upgrade.yml")["sglang_router_api_key"]
 NODE = "lab-upgrade"
 # The scrape, the rule evaluation and the collector's interval are seconds in the lab.
 WAIT_S = 90
@@ -34,7 +35,7 @@ def _chat(host, stream):
         "curl -fsS -o /dev/null -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' "
         "-d '{\"model\": \"glm-5\", \"max_tokens\": 16, \"stream\": %s, "
         "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}' http://127.0.0.1:30000/v1/chat/completions",
-        API_KEY, stream)
+        ROUTER_KEY, stream)
 
 
 @pytest.fixture(scope="module")

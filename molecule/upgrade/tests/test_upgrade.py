@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+
 testinfra_hosts = ["lab-upgrade"]
 HISTORY = "/var/lib/sglang/history.jsonl"
 VENVS = "/opt/sglang/venvs"
@@ -60,9 +62,6 @@ def test_the_history_shows_both_upgrades_and_the_rollback_by_switching_back(hist
     print("\n[upgrade] rejected upgrade back to a healthy baseline in %s s (%s)" % (rollback["recovery_s"], rollback["how"]))
 
 
-API_KEY = "lab-api-key-not-a-secret"
-
-
 def test_the_promoted_release_starts_as_its_release_set_says(host):
     # 0.5.23's set says `sglang serve`: the unit runs the console script's function with the
     # subcommand (the lab's simulator stands in for the sglang package), and the server does not
@@ -74,6 +73,6 @@ def test_the_promoted_release_starts_as_its_release_set_says(host):
     journal = host.check_output("journalctl --no-pager -o cat _SYSTEMD_INVOCATION_ID=%s", invocation)
     assert "started as `sglang serve` (SGLang 0.5.23)" in journal
     assert "recommended entrypoint" not in journal
-    assert API_KEY not in host.check_output("ps -eo args")
+    assert LAB_API_KEY not in host.check_output("ps -eo args")
     # The ready path of 0.5.23, which 0.5.9 does not have.
     assert host.run("curl -fsS -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/ready").stdout == "200"
