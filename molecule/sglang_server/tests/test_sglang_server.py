@@ -17,6 +17,7 @@ HF_TOKEN = "hf_labTokenDoNotLog0123456789"
 SECRETS = (API_KEY, HF_TOKEN)
 UNIT = "/etc/systemd/system/sglang.service"
 ENV_FILE = "/etc/sglang/sglang.env"
+LAUNCHER_MODULES = "/usr/local/libexec/sglang_launch"
 SIM_ENV = {"PYTHONPATH": "/opt/inferops-lab/sglang_sim", "INFEROPS_LAB_SIM_LOAD_SECONDS": "2"}
 # Where the lab's nvidia-smi reads planted GPU faults, and the lab's kernel log (sim/nvidia-smi).
 GPU_FAULTS = "/run/inferops-lab/gpu-faults.json"
@@ -250,9 +251,11 @@ def test_argument_change_restarts_the_server(host):
     assert "--enable-flashinfer-allreduce-fusion" not in host.file(UNIT).content_string
 
 
-def test_hand_edits_of_the_unit_and_the_environment_file_are_found_and_repaired(host):
+def test_hand_edits_of_the_unit_the_environment_file_and_the_launcher_are_found_and_repaired(host):
     unit, env_file = host.file(UNIT).content_string, host.file(ENV_FILE).content_string
+    launcher_module = host.file(LAUNCHER_MODULES + "/wait_healthy.py").content_string
     host.run("sed -i 's/^LimitNOFILE=.*/LimitNOFILE=1024/' %s && echo 'NCCL_DEBUG=\"TRACE\"' >> %s" % (UNIT, ENV_FILE))
+    host.run("echo '# edited' >> %s/wait_healthy.py && chmod 0600 %s/secret_names.py" % (LAUNCHER_MODULES, LAUNCHER_MODULES))
     assert host.file(UNIT).content_string != unit and host.file(ENV_FILE).content_string != env_file
     before = service_state(host)
     rc, output = converge()
@@ -260,6 +263,8 @@ def test_hand_edits_of_the_unit_and_the_environment_file_are_found_and_repaired(
     assert recap_changed(output) > 0
     assert host.file(UNIT).content_string == unit
     assert host.file(ENV_FILE).content_string == env_file
+    assert host.file(LAUNCHER_MODULES + "/wait_healthy.py").content_string == launcher_module
+    assert host.file(LAUNCHER_MODULES + "/secret_names.py").mode == 0o644
     # The repaired configuration is what runs: the server restarted and answers.
     assert service_state(host)["MainPID"] != before["MainPID"]
     assert_serving(host)
