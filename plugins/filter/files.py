@@ -13,11 +13,9 @@ from ansible_collections.inferops.serving.plugins.module_utils._installed_files 
 
 
 def _sha1(path):
-    digest = hashlib.sha1()
+    # A role's own files: small enough to read whole.
     with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1 << 16), b''):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.sha1(handle.read()).hexdigest()
 
 
 def files_out_of_date(names, source_root, installed, dest_root, mode, owner='root', group='root'):
