@@ -1,25 +1,37 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the scenario's tests share: one of its playbooks run again against the node, and its recap."""
+"""What the scenario's tests share: one of its playbooks run again against the node, read as data."""
 
 import json
 import os
-import subprocess
+
+import yaml
+
+from ansible_collections.inferops.serving.tests.utils.playbook import REPO_ROOT
+from ansible_collections.inferops.serving.tests.utils.playbook import run_playbook as run_with_json_output
+
+with open(os.path.join(REPO_ROOT, "roles", "sglang_server", "handlers", "main.yml"), encoding="utf-8") as handle:
+    SERVER_HANDLERS = [handler["name"] for handler in yaml.safe_load(handle)]
 
 
-def run_playbook(playbook, extra_vars=None, check=False, verbose=False, args=()):
-    """Run one of the scenario's playbooks (a file of this scenario's folder) against its inventory;
-    returns (rc, stdout and stderr together)."""
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"]] + (["-v"] if verbose else [])
-    cmd += list(args) + [os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], playbook)]
+def ansible_playbook(*arguments):
+    """ansible-playbook ARGUMENTS against the scenario's inventory, as a PlaybookRun."""
+    return run_with_json_output(["-i", os.environ["MOLECULE_INVENTORY_FILE"]] + list(arguments), env=os.environ)
+
+
+def run_playbook(playbook, extra_vars=None, check=False):
+    """Run one of the scenario's playbooks (a file of this scenario's folder) against its inventory."""
+    arguments = [os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], playbook)]
     if extra_vars:
-        cmd += ["-e", json.dumps(extra_vars)]
-    if check:
-        cmd += ["--check"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, proc.stdout
+        arguments += ["-e", json.dumps(extra_vars)]
+    return ansible_playbook(*(arguments + (["--check"] if check else [])))
 
 
-def recap_changed(output):
-    """The changed count of the last play recap in ``output``."""
-    line = [line for line in output.splitlines() if "changed=" in line and "ok=" in line][-1]
-    return int(line.split("changed=")[1].split()[0])
+def changed(run):
+    """The changed count of the run's recap, over its hosts."""
+    return sum(recap.changed for recap in run.recap.values())
+
+
+def server_handlers_ran(run):
+    """The server role's handlers that ran (a restart, the notes around it), by name."""
+    return [name for _host, name, result in run.results
+            if name.split(" : ", 1)[-1] in SERVER_HANDLERS and not result.get("skipped")]

@@ -10,7 +10,7 @@ import shlex
 import time
 
 import pytest
-from lab_playbooks import recap_changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
+from lab_playbooks import changed, run_playbook, server_handlers_ran  # pylint: disable=import-error  # the tests folder, on pytest's path
 
 API_KEY = "lab-secret-do-not-log-7f3a9c"
 HF_TOKEN = "hf_labTokenDoNotLog0123456789"
@@ -28,8 +28,8 @@ STOP_BOUND_S = 33
 
 
 def converge(extra_vars=None):
-    """Run the scenario's converge playbook again; returns (rc, combined output)."""
-    return run_playbook("converge.yml", extra_vars, verbose=True)
+    """Run the scenario's converge playbook again, as a PlaybookRun."""
+    return run_playbook("converge.yml", extra_vars)
 
 
 def service_state(host):
@@ -220,21 +220,21 @@ def test_a_request_that_outlives_the_stop_bound_is_cut_when_the_bound_ends(host)
 
 def test_noop_rerun_changes_nothing_and_keeps_the_server(host):
     before = service_state(host)
-    rc, output = converge()
-    assert rc == 0, output[-3000:]
-    assert recap_changed(output) == 0, output[-3000:]
+    run = converge()
+    assert run.returncode == 0, run.summary
+    assert changed(run) == 0, run.summary
     after = service_state(host)
     assert (after["MainPID"], after["ActiveEnterTimestampMonotonic"]) == (
         before["MainPID"], before["ActiveEnterTimestampMonotonic"])
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
 
 def test_argument_change_restarts_the_server(host):
     before = service_state(host)
-    rc, output = converge({"sglang_server_extra_args": {"enable-flashinfer-allreduce-fusion": True}})
-    assert rc == 0, output[-3000:]
-    assert "RUNNING HANDLER [inferops.serving.sglang_server : Restart sglang server]" in output
+    run = converge({"sglang_server_extra_args": {"enable-flashinfer-allreduce-fusion": True}})
+    assert run.returncode == 0, run.summary
+    assert "inferops.serving.sglang_server : Restart sglang server" in server_handlers_ran(run), run.summary
     after = service_state(host)
     assert after["MainPID"] != before["MainPID"]
     assert after["ActiveState"] == "active"
@@ -243,10 +243,10 @@ def test_argument_change_restarts_the_server(host):
     info = json.loads(curl(host, "/server_info", API_KEY).stdout.rsplit("\n", 1)[0])
     assert info["rate_tok_s"] == 236.0 and info["p2p"] is False
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
-    rc, output = converge()
-    assert rc == 0, output[-3000:]
+    run = converge()
+    assert run.returncode == 0, run.summary
     assert service_state(host)["MainPID"] != after["MainPID"]
     assert "--enable-flashinfer-allreduce-fusion" not in host.file(UNIT).content_string
 
@@ -258,9 +258,9 @@ def test_hand_edits_of_the_unit_the_environment_file_and_the_launcher_are_found_
     host.run("echo '# edited' >> %s/wait_healthy.py && chmod 0600 %s/secret_names.py" % (LAUNCHER_MODULES, LAUNCHER_MODULES))
     assert host.file(UNIT).content_string != unit and host.file(ENV_FILE).content_string != env_file
     before = service_state(host)
-    rc, output = converge()
-    assert rc == 0, output[-3000:]
-    assert recap_changed(output) > 0
+    run = converge()
+    assert run.returncode == 0, run.summary
+    assert changed(run) > 0, run.summary
     assert host.file(UNIT).content_string == unit
     assert host.file(ENV_FILE).content_string == env_file
     assert host.file(LAUNCHER_MODULES + "/wait_healthy.py").content_string == launcher_module
@@ -269,30 +269,29 @@ def test_hand_edits_of_the_unit_the_environment_file_and_the_launcher_are_found_
     assert service_state(host)["MainPID"] != before["MainPID"]
     assert_serving(host)
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
 
 def test_invalid_flag_value_fails_before_restart_and_old_server_keeps_serving(host):
     before = service_state(host)
     unit_before = host.file(UNIT).content_string
     env_before = host.file(ENV_FILE).sha256sum
-    rc, output = converge({"sglang_server_extra_args": {"attention-backend": "flashinfer2", "max-running-requests": 64}})
-    assert rc != 0
-    assert "--attention-backend=flashinfer2 is not valid; allowed:" in output
-    assert "RUNNING HANDLER" not in output
+    run = converge({"sglang_server_extra_args": {"attention-backend": "flashinfer2", "max-running-requests": 64}})
+    assert run.returncode != 0, run.summary
+    assert run.said("--attention-backend=flashinfer2 is not valid; allowed:"), run.summary
+    assert server_handlers_ran(run) == [], run.summary
     assert service_state(host) == before
     assert host.file(UNIT).content_string == unit_before
     assert host.file(ENV_FILE).sha256sum == env_before
     assert_serving(host)
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
 
-def first_failure(output):
-    """The first failed task's report, on one line or several (as the stdout callback prints it)."""
-    start = output.index("FAILED!")
-    end = output.find("\n\n", start)
-    return " ".join(output[start:end if end >= 0 else len(output)].split())
+def first_failure(run):
+    """The first failed task's message, on one line."""
+    assert run.failures(), run.summary
+    return " ".join(run.failures()[0].split())
 
 
 # Every class of fault the gate judges, planted on the node in the formats of the real tools (the
@@ -342,78 +341,77 @@ def test_unfit_gpus_stop_the_restart_until_the_fault_is_cleared(host):
     host.run("echo '[ 5120.118331] NVRM: Xid (PCI:0000:02:00): 79, GPU has fallen off the bus.' >> %s", KERNEL_LOG)
     try:
         # A configuration change: without the gate, this run would restart the server.
-        rc, output = converge({"sglang_server_extra_args": {"max-running-requests": 512}})
+        run = converge({"sglang_server_extra_args": {"max-running-requests": 512}})
     finally:
         host.run("rm -f %s && : > %s", GPU_FAULTS, KERNEL_LOG)
-    assert rc != 0
-    failure = first_failure(output)
+    assert run.returncode != 0, run.summary
+    failure = first_failure(run)
     assert "GPU health gate: the GPUs of lab-sglang_server are not fit to serve" in failure, failure
     assert "unhealthy (reboot): GPU 1 Xid 79; GPU 3 recovery action Reset" in failure
     assert "GPU 3 (0000:04:00.0, NVIDIA RTX PRO 6000 Blackwell Server Edition): the driver asks for recovery " \
            "action" in failure
     assert "sglang_server_gpu_health_check=false skips this check" in failure
-    assert "RUNNING HANDLER" not in output
+    assert server_handlers_ran(run) == [], run.summary
     assert service_state(host) == before
     assert host.file(UNIT).content_string == unit_before
     assert_serving(host)
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
-    rc, output = converge()
-    assert rc == 0, output[-3000:]
-    assert "GPU health gate: healthy: 8 GPUs (NVIDIA RTX PRO 6000 Blackwell Server Edition) fit to serve" in \
-        " ".join(output.split())
+    run = converge()
+    assert run.returncode == 0, run.summary
+    assert run.said("GPU health gate: healthy: 8 GPUs (NVIDIA RTX PRO 6000 Blackwell Server Edition) fit to serve"), run.summary
     assert service_state(host) == before
 
 
 def test_tp_that_does_not_divide_into_the_gpus_is_refused(host):
     before = service_state(host)
-    rc, output = converge({"sglang_server_extra_args": {"tp-size": 3}})
-    assert rc != 0
-    assert "--tp-size=3 does not divide into the 8 GPUs of this node; use one of: 1, 2, 4, 8" in output
+    run = converge({"sglang_server_extra_args": {"tp-size": 3}})
+    assert run.returncode != 0, run.summary
+    assert run.said("--tp-size=3 does not divide into the 8 GPUs of this node; use one of: 1, 2, 4, 8"), run.summary
     assert service_state(host) == before
 
 
 def test_api_key_in_args_is_refused_without_echoing_it(host):
     before = service_state(host)
-    rc, output = converge({"sglang_server_extra_args": {"api-key": "leaky-key-in-args-55"}})
-    assert rc != 0
-    assert "sglang_server_api_key" in output
-    assert "leaky-key-in-args-55" not in output
+    run = converge({"sglang_server_extra_args": {"api-key": "leaky-key-in-args-55"}})
+    assert run.returncode != 0, run.summary
+    assert run.said("sglang_server_api_key"), run.summary
+    assert "leaky-key-in-args-55" not in run.output
     assert service_state(host) == before
 
 
 def test_failed_predownload_leaves_the_running_server_alone(host):
     before = service_state(host)
     unit_before = host.file(UNIT).content_string
-    rc, output = converge({
+    run = converge({
         "sglang_server_predownload": True,
         # Nothing listens there: the Hub's file list cannot be read, as without a route to the Hub.
         "sglang_server_extra_env": dict(SIM_ENV, HF_ENDPOINT="http://127.0.0.1:9"),
         "sglang_server_extra_args": {"max-running-requests": 512},
     })
-    assert rc != 0
-    assert "Cannot read the files of lukealonso/GLM-5-NVFP4 at main from http://127.0.0.1:9" in output
-    assert "RUNNING HANDLER" not in output
+    assert run.returncode != 0, run.summary
+    assert run.said("Cannot read the files of lukealonso/GLM-5-NVFP4 at main from http://127.0.0.1:9"), run.summary
+    assert server_handlers_ran(run) == [], run.summary
     assert service_state(host) == before
     assert host.file(UNIT).content_string == unit_before
     assert_serving(host)
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
 
 def test_server_that_never_becomes_healthy_fails_and_shows_the_journal(host):
-    rc, output = converge({
+    run = converge({
         "sglang_server_extra_env": dict(SIM_ENV, INFEROPS_LAB_SIM_NEVER_HEALTHY="1"),
         "sglang_server_health_timeout": 12,
     })
-    assert rc != 0
-    assert "did not become healthy within 12 s" in output
-    assert "journal lines" in output
-    assert "INFEROPS_LAB_SIM_NEVER_HEALTHY=1: /health will stay 503" in output
+    assert run.returncode != 0, run.summary
+    assert run.said("did not become healthy within 12 s"), run.summary
+    assert run.said("journal lines"), run.summary
+    assert run.said("INFEROPS_LAB_SIM_NEVER_HEALTHY=1: /health will stay 503"), run.summary
     for secret in SECRETS:
-        assert secret not in output
+        assert secret not in run.output
 
-    rc, output = converge()
-    assert rc == 0, output[-3000:]
+    run = converge()
+    assert run.returncode == 0, run.summary
     assert_serving(host)

@@ -13,9 +13,9 @@ failure), so the table costs seconds, not a process start per row. Playbook-leve
 
 import json
 import os
-import subprocess
 
 import pytest
+from lab_playbooks import ansible_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
 
 SECRET = 'rowsecret-4b1d'
 NODE = 'lab-sglang_server'
@@ -143,13 +143,6 @@ ROWS = [
 ]
 
 
-def ansible_playbook(*args):
-    """(rc, output with white space collapsed: the YAML callback folds long messages)."""
-    cmd = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"]] + list(args)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, " ".join(proc.stdout.split())
-
-
 SNAPSHOT = (
     "sha256sum /etc/systemd/system/sglang.service /etc/sglang/sglang.env /usr/local/libexec/sglang-launch"
     " /opt/sglang/venv/lib/python3*/site-packages/sglang/srt/server_args.py"
@@ -208,10 +201,10 @@ def table(tmp_path_factory):
     })
     playbook = work / "rows.yml"
     playbook.write_text(json.dumps(plays))
-    rc, output = ansible_playbook(str(playbook))
-    assert rc == 0, output[-4000:]
+    run = ansible_playbook(str(playbook))
+    assert run.returncode == 0, run.summary
     data = json.loads(out.read_text())
-    return data["rows"], data["states"], data["before"], output
+    return data["rows"], data["states"], data["before"], run.output
 
 
 @pytest.mark.parametrize("row_id, role, variables, name, words", ROWS, ids=[row[0] for row in ROWS])
@@ -238,11 +231,11 @@ def test_no_secret_in_the_output_or_on_the_node_journal(table, host):
 
 @pytest.mark.parametrize("serial", ["0", "-1", "all", "0%"])
 def test_deploy_serial_below_one_is_refused_before_any_task(serial):
-    rc, output = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
-                                  "-e", "serving_deploy_serial=%s" % serial)
-    assert rc != 0
-    assert "serving_deploy_serial must be a number of nodes of at least 1" in output
-    assert "TASK [" not in output
+    run = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
+                           "-e", "serving_deploy_serial=%s" % serial)
+    assert run.returncode != 0, run.summary
+    assert run.said("serving_deploy_serial must be a number of nodes of at least 1"), run.summary
+    assert run.results == [], run.summary
 
 
 def test_a_locked_node_refuses_a_second_run_and_says_who_since_when(host):
@@ -255,12 +248,12 @@ def test_a_locked_node_refuses_a_second_run_and_says_who_since_when(host):
     assert json.loads(host.check_output("cat /var/lib/inferops-serving/node.lock"))["user"] == "alice"
     try:
         # serving_fleet_converge_all: the node takes the deploy path even though nothing would change.
-        rc, output = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
-                                      "-e", "serving_fleet_converge_all=true")
-        assert rc != 0
-        assert ("locked by another run: alice@ops-9 (pid 4242, experiment.yml, experiment sm120_allreduce_fusion)"
-                " since 2026-02-19T13:53:43Z") in output
-        assert "TASK [inferops.serving.gpu_vm" not in output
+        run = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
+                               "-e", "serving_fleet_converge_all=true")
+        assert run.returncode != 0, run.summary
+        assert run.said("locked by another run: alice@ops-9 (pid 4242, experiment.yml, experiment sm120_allreduce_fusion)"
+                        " since 2026-02-19T13:53:43Z"), run.summary
+        assert not any(name.startswith("inferops.serving.gpu_vm") for _host, name, _result in run.results), run.summary
     finally:
         host.run("rm -f /var/lib/inferops-serving/node.lock")
 
@@ -315,12 +308,12 @@ def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_
     playbook.write_text(SERVER_UNDER_LOCK)
     broken = dict(SERVER, sglang_server_package="inferops_lab_no_such_package", sglang_server_health_timeout=900,
                   sglang_server_start_limit_burst=2)
-    rc, output = ansible_playbook(str(playbook), "-e", json.dumps(broken))
-    assert rc != 0
-    assert "sglang.service failed and systemd gave up on it" in output
-    assert "No module named 'inferops_lab_no_such_package'" in output, output[-3000:]
-    rc, output = ansible_playbook(str(playbook), "-e", json.dumps(SERVER))
-    assert rc == 0, output[-3000:]
+    run = ansible_playbook(str(playbook), "-e", json.dumps(broken))
+    assert run.returncode != 0, run.summary
+    assert run.said("sglang.service failed and systemd gave up on it"), run.summary
+    assert run.said("No module named 'inferops_lab_no_such_package'"), run.summary
+    run = ansible_playbook(str(playbook), "-e", json.dumps(SERVER))
+    assert run.returncode == 0, run.summary
 
 
 REFUSED_ON_A_REPLICA = [("experiment.yml", "serving_experiment=sm120_allreduce_fusion"),
@@ -336,13 +329,11 @@ def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_a
         "hosts": {NODE: {}, NODE + "-rank-1": {"ansible_host": "192.0.2.1"}},
         "vars": {"serving_replica_group": "replica_a"}}}}}))
     before = host.check_output(SNAPSHOT)
-    rc, output = ansible_playbook("-i", str(replica),
-                                  os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
-                                  "-l", NODE, "-e", variable)
-    assert rc != 0
-    assert ("%s is rank 0 of replica replica_a (%s, %s-rank-1), which serves across nodes" % (NODE, NODE, NODE)
-            in output), output[-3000:]
-    assert "roll them out with `ansible-playbook deploy.yml`" in output
-    assert "Take the node lock" not in output
+    run = ansible_playbook("-i", str(replica), os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
+                           "-l", NODE, "-e", variable)
+    assert run.returncode != 0, run.summary
+    assert run.said("%s is rank 0 of replica replica_a (%s, %s-rank-1), which serves across nodes" % (NODE, NODE, NODE)), run.summary
+    assert run.said("roll them out with `ansible-playbook deploy.yml`"), run.summary
+    assert not any("Take the node lock" in name for _host, name, _result in run.results), run.summary
     assert not host.file("/var/lib/inferops-serving/node.lock").exists
     assert host.check_output(SNAPSHOT) == before

@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from lab_playbooks import recap_changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
+from lab_playbooks import changed, run_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
 
 COMMIT = "bbdfefe5c3852ba589d9a1e216ebdac311b111da"
 REPO_DIR = "/var/lib/sglang/huggingface/hub/models--inferops-lab--tiny-model"
@@ -33,7 +33,7 @@ def journal_on_failure(request, host):
 
 
 def converge(extra_vars=None, playbook="weights_converge.yml", check=False):
-    """Run one of the weights cases' playbooks (their converge by default); returns (rc, combined output)."""
+    """Run one of the weights cases' playbooks (their converge by default), as a PlaybookRun."""
     return run_playbook(playbook, extra_vars, check=check)
 
 
@@ -49,11 +49,11 @@ def hub_downloads(host):
 
 @pytest.fixture(scope="module", autouse=True)
 def weights_deployed():
-    rc, out = converge()
-    assert rc == 0, out[-5000:]
+    run = converge()
+    assert run.returncode == 0, run.summary
     for check in (False, True):
-        rc, out = converge(check=check)
-        assert rc == 0 and recap_changed(out) == 0, out[-5000:]
+        run = converge(check=check)
+        assert run.returncode == 0 and changed(run) == 0, run.summary
 
 
 def test_the_server_serves_the_pinned_commit_it_verified(host):
@@ -79,8 +79,8 @@ def test_weights_staged_ahead_are_downloaded_beside_the_running_server_and_the_d
     unit = host.file("/etc/systemd/system/sglang.service").content_string
     host.check_output("rm -rf %s /var/lib/sglang/model-weights.json" % REPO_DIR)
     hub_downloads(host)
-    rc, out = converge(playbook="weights_stage.yml")
-    assert rc == 0, out
+    run = converge(playbook="weights_stage.yml")
+    assert run.returncode == 0, run.summary
     fetched = sorted(line.split()[1].rsplit("/", 1)[-1] for line in hub_downloads(host))
     assert SHARD_1 in fetched and SHARD_2 in fetched, fetched
     assert host.file("%s/%s" % (SNAPSHOT, SHARD_2)).exists
@@ -88,27 +88,27 @@ def test_weights_staged_ahead_are_downloaded_beside_the_running_server_and_the_d
     assert server_pid(host) == pid
     assert host.file("/etc/systemd/system/sglang.service").content_string == unit
     # The deploy then finds the weights verified: nothing downloaded, nothing changed.
-    rc, out = converge()
-    assert rc == 0, out
-    assert hub_downloads(host) == [] and recap_changed(out) == 0, out[-3000:]
+    run = converge()
+    assert run.returncode == 0, run.summary
+    assert hub_downloads(host) == [] and changed(run) == 0, run.summary
 
 
 def test_too_little_disk_is_refused_naming_both_figures(host):
     host.check_output("rm -rf %s" % REPO_DIR)
     before = server_pid(host)
-    rc, out = converge({"sglang_server_weights_disk_margin": "1000TB"})
-    assert rc != 0
-    assert "Not enough free space for the model weights" in out and "sglang_server_weights_disk_margin" in out
-    assert "bytes) is free" in out and "Nothing was downloaded" in out
+    run = converge({"sglang_server_weights_disk_margin": "1000TB"})
+    assert run.returncode != 0, run.summary
+    assert run.said("Not enough free space for the model weights") and run.said("sglang_server_weights_disk_margin"), run.summary
+    assert run.said("bytes) is free") and run.said("Nothing was downloaded"), run.summary
     assert hub_downloads(host) == [] and server_pid(host) == before
-    assert HF_TOKEN not in out
+    assert HF_TOKEN not in run.output
 
 
 def test_an_interrupted_download_fails_and_the_next_run_resumes_it_and_repairs_the_cache(host):
     host.check_output("echo %s > %s/interrupt-once" % (SHARD_2, HUB_STATE))
     before = server_pid(host)
-    rc, out = converge()
-    assert rc != 0 and "the next run resumes it" in out, out
+    run = converge()
+    assert run.returncode != 0 and run.said("the next run resumes it"), run.summary
     assert server_pid(host) == before
     partial = host.check_output("find %s/blobs -name '*.incomplete' -size +0" % REPO_DIR)
     assert partial, "the interrupted download left no partial file"
@@ -116,8 +116,8 @@ def test_an_interrupted_download_fails_and_the_next_run_resumes_it_and_repairs_t
     # Meanwhile a shard was cut short on disk, and a download of another revision never finished.
     host.check_output("truncate -s 1000 $(readlink -f %s/%s)" % (SNAPSHOT, SHARD_1))
     host.check_output("touch %s/blobs/%s.incomplete" % (REPO_DIR, "0" * 64))
-    rc, out = converge()
-    assert rc == 0 and recap_changed(out) > 0, out
+    run = converge()
+    assert run.returncode == 0 and changed(run) > 0, run.summary
     downloads = hub_downloads(host)
     assert sorted(line.split()[1].rsplit("/", 1)[-1] for line in downloads) == [SHARD_1, SHARD_2]
     resumed = [line for line in downloads if SHARD_2 in line][0]
@@ -132,10 +132,10 @@ def test_an_interrupted_download_fails_and_the_next_run_resumes_it_and_repairs_t
 ])
 def test_a_model_that_does_not_verify_never_reaches_the_server(host, repo, says):
     before = server_pid(host), host.file("/etc/systemd/system/sglang.service").sha256sum
-    rc, out = converge({"sglang_server_args": dict(SERVER_ARGS, **{"model-path": repo}),
-                        "sglang_server_model_revision": ""})
-    assert rc != 0 and says in out and "did not verify" in out, out
-    assert "sglang_server_model_revision is empty" in out
+    run = converge({"sglang_server_args": dict(SERVER_ARGS, **{"model-path": repo}),
+                    "sglang_server_model_revision": ""})
+    assert run.returncode != 0 and run.said(says) and run.said("did not verify"), run.summary
+    assert run.said("sglang_server_model_revision is empty"), run.summary
     assert (server_pid(host), host.file("/etc/systemd/system/sglang.service").sha256sum) == before
     hub_downloads(host)
 
@@ -143,8 +143,8 @@ def test_a_model_that_does_not_verify_never_reaches_the_server(host, repo, says)
 def test_a_shared_pre_populated_cache_needs_no_download(host):
     host.check_output("mkdir -p /srv/shared-hf && cp -a /var/lib/sglang/huggingface/hub /srv/shared-hf/ "
                       "&& chown -R root:root /srv/shared-hf && chmod -R go+rX /srv/shared-hf")
-    rc, out = converge({"sglang_server_hf_home": "/srv/shared-hf"})
-    assert rc == 0, out
+    run = converge({"sglang_server_hf_home": "/srv/shared-hf"})
+    assert run.returncode == 0, run.summary
     assert hub_downloads(host) == []
     assert 'HF_HOME="/srv/shared-hf"' in host.file("/etc/sglang/sglang.env").content_string
     assert host.service("sglang").is_running
