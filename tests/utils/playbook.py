@@ -13,6 +13,7 @@ both put ``.collections`` on the import path, where Ansible finds the collection
 """
 
 import collections
+import datetime
 import json
 import os
 import subprocess
@@ -22,6 +23,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 # One line per playbook: found by its first character among the lines other commands print.
 JSON_OUTPUT = {'ANSIBLE_STDOUT_CALLBACK': 'ansible.posix.json', 'ANSIBLE_JSON_INDENT': '0'}
+
+# The task every refused or rolled-back run of the collection ends with: one summary of why, last.
+CLOSING_TASK = 'Say what was refused or rolled back'
 
 Recap = collections.namedtuple('Recap', 'ok changed unreachable failed skipped rescued ignored')
 
@@ -46,6 +50,13 @@ def run_playbook(arguments, env=None, cwd=REPO_ROOT, timeout=None):
     proc = subprocess.run([ANSIBLE_PLAYBOOK] + list(arguments), cwd=cwd, env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout, check=False)
     return PlaybookRun(proc.returncode, proc.stdout, proc.stderr)
+
+
+def run_scenario_playbook(*arguments):
+    """ansible-playbook ARGUMENTS as the operator types it in the checkout, against the inventory of
+    the molecule scenario whose tests call it (molecule's environment: its inventory, the scenario's
+    Ansible home and collections), as a PlaybookRun."""
+    return run_playbook(['-i', os.environ['MOLECULE_INVENTORY_FILE']] + list(arguments), env=os.environ)
 
 
 def _text(message):
@@ -74,6 +85,16 @@ def _messages(result, failed_only=False):
         return [message for item in _items(result) if _failed(item) for message in _messages(item, True)]
     said = [_text(result[key]) for key in ('msg', 'stderr', 'module_stderr') if result.get(key)][:1]
     return said + [message for item in _items(result) for message in _messages(item, failed_only)]
+
+
+def _without_role(task_name):
+    return task_name.split(' : ', 1)[-1]
+
+
+def _moment(stamp):
+    """Seconds since the epoch of one of the JSON callback's UTC time stamps."""
+    moment = datetime.datetime.strptime(stamp, '%Y-%m-%dT%H:%M:%S.%fZ')
+    return (moment - datetime.datetime(1970, 1, 1)).total_seconds()
 
 
 def _collapsed(text):
@@ -106,6 +127,7 @@ class PlaybookRun(object):
         self.recap = {host: Recap(counts['ok'], counts['changed'], counts['unreachable'], counts['failures'],
                                   counts['skipped'], counts['rescued'], counts['ignored'])
                       for host, counts in last['stats'].items()}
+        self._plays = last['plays']
         # (host, task name, result) in the order the tasks ran.
         self.results = [(host, task['task']['name'], result)
                         for play in last['plays'] for task in play['tasks']
@@ -114,6 +136,38 @@ class PlaybookRun(object):
     def tasks(self, host):
         """HOST's results by task name (the last result of a name that ran more than once)."""
         return dict((name, result) for each_host, name, result in self.results if each_host == host)
+
+    def task_names(self, host=None):
+        """The names of the tasks the run reached (HOST's, or every host's; skipped ones too), in
+        order, without the name of their role (`inferops.serving.gpu_vm : Install the driver` is
+        `Install the driver`)."""
+        return [_without_role(name) for each_host, name, _result in self.results
+                if host is None or each_host == host]
+
+    def results_named(self, prefix, host=None):
+        """The results of the tasks whose name (without its role's) starts with PREFIX (HOST's, or
+        every host's), in the order they ran."""
+        return [result for each_host, name, result in self.results
+                if (host is None or each_host == host) and _without_role(name).startswith(prefix)]
+
+    def task_seconds(self):
+        """Seconds per task name (without its role's), summed over the tasks of that name: from a
+        task's start to its last host's result, as the JSON callback times them."""
+        seconds = collections.OrderedDict()
+        for play in self._plays:
+            for task in play['tasks']:
+                duration = task['task'].get('duration') or {}
+                if 'start' in duration and 'end' in duration:
+                    name = _without_role(task['task']['name'])
+                    seconds[name] = seconds.get(name, 0.0) + (_moment(duration['end']) - _moment(duration['start']))
+        return seconds
+
+    def closing_message(self):
+        """The run's last words, white space collapsed: the message of the last task it reached,
+        which must be the closing message (CLOSING_TASK)."""
+        names = self.task_names()
+        assert names and names[-1].startswith(CLOSING_TASK), (names[-5:], self.summary)
+        return _collapsed(_text(self.results[-1][2].get('msg', '')))
 
     def failures(self, host=None):
         """The messages of the failed and unreachable tasks (HOST's, or every host's), in order."""

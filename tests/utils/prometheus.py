@@ -19,12 +19,20 @@ API = 'http://127.0.0.1:9090/api/v1'
 
 def api(host, path, query=None):
     """The JSON Prometheus's HTTP API answers on HOST for PATH (with QUERY as its PromQL)."""
+    # A bound on each answer: a Prometheus that is starting (after a crash, a reboot) may accept
+    # the connection before it answers.
     if query is None:
-        result = host.run('curl -fsS %s', API + path)
+        result = host.run('curl -fsS -m 10 %s', API + path)
     else:
-        result = host.run('curl -fsS -G %s --data-urlencode %s', API + path, 'query=' + query)
+        result = host.run('curl -fsS -m 10 -G %s --data-urlencode %s', API + path, 'query=' + query)
     assert result.rc == 0, result.stderr
     return json.loads(result.stdout)
+
+
+def active_targets_up(host):
+    """Whether Prometheus on HOST has targets and every one of them is up."""
+    targets = api(host, '/targets?state=active')['data']['activeTargets']
+    return bool(targets) and all(target['health'] == 'up' for target in targets)
 
 
 # What a rule's expression selects, each a query of its own: an SGLang metric by the regex that

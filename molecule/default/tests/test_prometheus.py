@@ -1,7 +1,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The monitoring node: Debian's Prometheus and Alertmanager, loopback only, with the inventory's targets."""
 
+import os
+
 from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 from ansible_collections.inferops.serving.tests.utils.prometheus import api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules
 
 # A failed test prints their journal (conftest.py).
@@ -32,6 +35,8 @@ def test_promtool_accepts_the_configuration_it_runs(host):
 
 
 def test_promtool_rule_tests_pass_on_the_shipped_rules(host):
+    rendered = run_scenario_playbook(os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], "promtool_rules.yml"))
+    assert rendered.returncode == 0, rendered.summary
     result = host.run("cd /root/promtool && promtool test rules inferops-serving.rules.test.yml")
     assert result.rc == 0, result.stdout + result.stderr
     assert "SUCCESS" in result.stdout

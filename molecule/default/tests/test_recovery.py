@@ -20,6 +20,7 @@ import pytest
 import testinfra
 
 from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+from ansible_collections.inferops.serving.tests.utils.prometheus import active_targets_up
 
 JOURNAL_UNITS = ["sglang", "prometheus-node-exporter", "prometheus"]
 testinfra_hosts = ["lab-default"]
@@ -108,12 +109,6 @@ def _serves(host):
     return result.rc == 0 and json.loads(result.stdout)["data"][0]["id"] == "glm-5"
 
 
-def _scrapes_the_gpu_node(prometheus):
-    result = prometheus.run("curl -fsS -m 5 -G http://127.0.0.1:9090/api/v1/targets --data-urlencode state=active")
-    targets = json.loads(result.stdout)["data"]["activeTargets"]
-    return bool(targets) and all(target["health"] == "up" for target in targets)
-
-
 def _kill(host, unit):
     """SIGKILL the unit's main process; its pid before, and when the kill was sent."""
     before = _main_pid(host, unit)
@@ -149,7 +144,7 @@ def test_prometheus_comes_back_after_a_crash_and_scrapes_again(journal, clients,
     prometheus = testinfra.get_host("docker://" + PROMETHEUS_HOST)
     before, killed = _kill(prometheus, "prometheus")
     _wait("prometheus.service after SIGKILL",
-          lambda: _main_pid(prometheus, "prometheus") not in (before, "0") and _scrapes_the_gpu_node(prometheus),
+          lambda: _main_pid(prometheus, "prometheus") not in (before, "0") and active_targets_up(prometheus),
           capsys, since=killed)
 
 
@@ -173,5 +168,5 @@ def test_the_monitoring_host_scrapes_again_after_a_reboot(journal, clients, caps
     commanded = _reboot(PROMETHEUS_HOST)
     _wait("the monitoring host after a reboot (Prometheus scraping every target)",
           lambda: prometheus.check_output("systemctl show -p ActiveEnterTimestamp prometheus") != started
-          and prometheus.service("prometheus-alertmanager").is_running and _scrapes_the_gpu_node(prometheus), capsys,
+          and prometheus.service("prometheus-alertmanager").is_running and active_targets_up(prometheus), capsys,
           since=commanded)

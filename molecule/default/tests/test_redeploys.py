@@ -6,24 +6,15 @@ The last one leaves the node serving another name: `molecule converge` puts the 
 before a `molecule verify` of its own.
 """
 import json
-import os
-import re
-import subprocess
 import threading
 import time
 
 from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 
-testinfra_hosts = ["lab-default"]
+NODE = "lab-default"
+testinfra_hosts = [NODE]
 SERVER = "http://127.0.0.1:8000"
-
-
-def _deploy(*extra):
-    """(rc, output, finished at) of deploy.yml against this scenario's node."""
-    command = ["ansible-playbook", "-i", os.environ["MOLECULE_INVENTORY_FILE"],
-               os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml")] + list(extra)
-    proc = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    return proc.returncode, proc.stdout, time.monotonic()
 
 
 def _served_name(host):
@@ -35,12 +26,12 @@ def test_a_hand_edit_of_the_unit_is_found_by_the_plan_and_put_back(host):
     unit = "/etc/systemd/system/sglang.service"
     before = host.file(unit).content_string
     host.run("sed -i 's/^Restart=.*/Restart=no/' %s", unit)
-    rc, output, _finished = _deploy()
-    assert rc == 0, output[-3000:]
-    assert "would change: %s changed since the last deploy" % unit in " ".join(output.split()), output[-3000:]
+    run = run_scenario_playbook("deploy.yml")
+    assert run.returncode == 0, run.summary
+    assert run.said("would change: %s changed since the last deploy" % unit), run.summary
     assert host.file(unit).content_string == before
-    rc, output, _finished = _deploy()
-    assert rc == 0 and re.search(r"changed=0\s+unreachable=0\s+failed=0", output), output[-3000:]
+    run = run_scenario_playbook("deploy.yml")
+    assert run.returncode == 0 and run.recap[NODE].changed == 0, run.summary
 
 
 # Last: it leaves the node serving the name of the run that finished last.
@@ -48,20 +39,20 @@ def test_two_deploys_started_together_end_serving_what_the_last_one_to_finish_re
     results = {}
 
     def deploy(name):
-        results[name] = _deploy("-e", json.dumps({"sglang_server_extra_args": {"served-model-name": name},
-                                                  "serving_node_lock_wait": 600}))
+        run = run_scenario_playbook("deploy.yml", "-e", json.dumps({"sglang_server_extra_args": {"served-model-name": name},
+                                                                    "serving_node_lock_wait": 600}))
+        results[name] = (run, time.monotonic())
 
     threads = [threading.Thread(target=deploy, args=(name,)) for name in ("run-a", "run-b")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    for name, (rc, output, _finished) in results.items():
-        assert rc == 0, (name, output[-3000:])
-    last = max(results, key=lambda name: results[name][2])
+    for name, (run, _finished) in results.items():
+        assert run.returncode == 0, (name, run.summary)
+    last = max(results, key=lambda name: results[name][1])
     assert _served_name(host) == last
-    assert any("s for the node lock of" in " ".join(output.split()) for _rc, output, _finished in results.values()), \
-        "neither run waited for the other"
+    assert any(run.said("s for the node lock of") for run, _finished in results.values()), "neither run waited for the other"
     # The unit, the running server and the node's deploy record agree, and no lock is left behind.
     exec_start = [line for line in host.file("/etc/systemd/system/sglang.service").content_string.splitlines()
                   if line.startswith("ExecStart=")][0].split()

@@ -15,19 +15,18 @@ import re
 
 import pytest
 
-from ansible_collections.inferops.serving.tests.utils.playbook import REPO_ROOT, run_playbook
+from ansible_collections.inferops.serving.tests.utils.playbook import REPO_ROOT, run_scenario_playbook
 
 testinfra_hosts = ["lab-experiment"]
 
 NODE = "lab-experiment"
 # A build of the patched trtllm_comm sources for SM120, as FlashInfer's JIT writes it.
 JIT_MODULE = "/var/lib/sglang/.cache/flashinfer/0.6.3/120a/cached_ops/trtllm_comm"
-CLOSING_TASK = "Say what was refused or rolled back"
 
 
 def operator(*arguments):
-    """ansible-playbook as the operator types it in the checkout, against the scenario's node."""
-    return run_playbook(["-i", os.environ["MOLECULE_INVENTORY_FILE"], "-l", NODE] + list(arguments), env=os.environ)
+    """ansible-playbook as the operator types it in the checkout, limited to the scenario's node."""
+    return run_scenario_playbook("-l", NODE, *arguments)
 
 
 def says(run, pattern):
@@ -35,20 +34,9 @@ def says(run, pattern):
     return any(re.search(pattern, " ".join(message.split())) for message in run.messages())
 
 
-def task_names(run):
-    """The tasks the run reached (skipped ones too), in order, without their role's name."""
-    return [name.split(" : ", 1)[-1] for _host, name, _result in run.results]
-
-
 def role_tasks(run):
     """The tasks the run reached, with their role's name (as `gpu_vm : Install the driver`)."""
     return [name.replace("inferops.serving.", "") for _host, name, _result in run.results]
-
-
-def closing(run):
-    """The run's last words: the message of the last task, which must be the closing message."""
-    assert task_names(run)[-1].startswith(CLOSING_TASK), (task_names(run)[-5:], run.summary)
-    return " ".join(run.results[-1][2]["msg"].split())
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +69,10 @@ def test_a_campaign_on_the_kept_winner_stops_under_the_lock_saying_the_node_serv
     run = operator("playbooks/campaign.yml", "-e", "serving_campaign=pcie_throughput")
     assert run.returncode != 0, run.summary
     pid = host.check_output("systemctl show -p MainPID --value sglang.service")
-    names = task_names(run)
+    names = run.task_names()
     # The last words come after the lock's release: what was refused, where, what to change.
     assert max(index for index, name in enumerate(names) if name == "Release the node lock") < len(names) - 1, names[-5:]
-    last = closing(run)
+    last = run.closing_message()
     assert re.search("Campaign pcie_throughput stopped on %s: Start from the baseline: %s still runs experiment "
                      "(max_running_requests_2048|nccl_min_nchannels_16)" % (NODE, NODE), last), last
     assert ("What to change: what the message says, then run the campaign again; deploy.yml -l %s puts back the baseline"
@@ -95,10 +83,10 @@ def test_a_campaign_on_the_kept_winner_stops_under_the_lock_saying_the_node_serv
 def test_an_unknown_campaign_is_refused_before_the_lock(host):  # pylint: disable=unused-argument
     run = operator("playbooks/campaign.yml", "-e", "serving_campaign=no_such_campaign")
     assert run.returncode != 0, run.summary
-    last = closing(run)
+    last = run.closing_message()
     assert re.search("Campaign no_such_campaign refused on %s: unknown campaign .no_such_campaign.; known: " % NODE, last), last
     assert "Nothing was changed on the node; it serves as before" in last, last
-    assert not any("Take the node lock" in name for name in task_names(run)), task_names(run)
+    assert not any("Take the node lock" in name for name in run.task_names()), run.task_names()
 
 
 def test_the_inventory_deploys_again_and_benchmarks(host):  # pylint: disable=unused-argument
@@ -138,7 +126,7 @@ def test_allreduce_fusion_is_refused_by_the_topology_with_the_way_to_force_it(ho
     assert run.said("experiment sm120_allreduce_fusion is ruled out by the GPU topology of " + NODE), run.summary
     assert run.said("allreduce_fusion_advised is false") and says(run, r"(?i)P2P"), run.summary
     assert run.said("-e serving_experiment_force=true"), run.summary
-    assert "Converge the stack with the overlay" not in task_names(run)
+    assert "Converge the stack with the overlay" not in run.task_names()
 
 
 def test_the_forced_seed_experiment_is_rolled_back_with_both_numbers(host):

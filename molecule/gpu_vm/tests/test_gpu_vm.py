@@ -2,10 +2,11 @@
 """State of a lab node after gpu_vm converged."""
 import os
 import re
-import subprocess
 
 import pytest
 import testinfra.utils.ansible_runner
+
+from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 
 testinfra_hosts = testinfra.utils.ansible_runner.AnsibleRunner(
     os.environ['MOLECULE_INVENTORY_FILE']).get_hosts('gpu_nodes')
@@ -92,15 +93,9 @@ def test_nvidia_smi_lists_8_gpus(host):
 
 
 def test_check_mode_on_the_converged_node_reports_no_change():
-    scenario = os.environ['MOLECULE_SCENARIO_DIRECTORY']
-    inventory = os.path.dirname(os.environ['MOLECULE_INVENTORY_FILE'])
-    result = subprocess.run(
-        ['ansible-playbook', '--check', '-i', inventory, os.path.join(scenario, 'converge.yml')],
-        capture_output=True, text=True, check=False,
-        env=dict(os.environ, ANSIBLE_FORCE_COLOR='0', ANSIBLE_NOCOLOR='1'))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
-    recap = re.findall(r'changed=(\d+)', result.stdout.split('PLAY RECAP', 1)[-1])
-    assert recap and all(count == '0' for count in recap), result.stdout[-3000:]
+    run = run_scenario_playbook('--check', os.path.join(os.environ['MOLECULE_SCENARIO_DIRECTORY'], 'converge.yml'))
+    assert run.returncode == 0, run.summary
+    assert run.recap and all(recap.changed == 0 for recap in run.recap.values()), run.summary
 
 
 def test_hand_made_repository_entries_are_gone(host):

@@ -16,7 +16,7 @@ import os
 import pytest
 import testinfra
 
-from ansible_collections.inferops.serving.tests.utils.playbook import run_playbook
+from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 
 testinfra_hosts = ["lab-proxmox-pve"]
 
@@ -30,11 +30,6 @@ P2P_EXPERIMENT = ["playbooks/proxmox_p2p.yml", "-l", GUEST]
 VM_RESTART_FOR_CLIQUE_3 = ["playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_clique=3", "-e", "proxmox_gpu_vm_reboot=true"]
 
 
-def operator(*arguments):
-    """ansible-playbook as the operator types it in the checkout, against the scenario's inventory."""
-    return run_playbook(["-i", os.environ["MOLECULE_INVENTORY_FILE"]] + list(arguments), env=os.environ)
-
-
 @pytest.fixture(scope="module")
 def guest():
     # Through Ansible, as the scenario's tests reach every node: host.ansible runs modules there.
@@ -45,14 +40,9 @@ def conf_sum(host):
     return host.check_output("sha1sum %s" % CONF)
 
 
-def task_names(run, host=None):
-    """The names of the tasks a run ran (on HOST), in order, without their role's name."""
-    return [name.split(" : ", 1)[-1] for each_host, name, _result in run.results if host is None or each_host == host]
-
-
 def ran(run, prefix):
     """Whether a task whose name starts with PREFIX ran (was not skipped)."""
-    return any(name.split(" : ", 1)[-1].startswith(prefix) and not result.get("skipped") for _host, name, result in run.results)
+    return any(not result.get("skipped") for result in run.results_named(prefix))
 
 
 def first_index(names, prefix):
@@ -61,7 +51,7 @@ def first_index(names, prefix):
 
 def test_check_mode_says_what_would_change_and_writes_nothing(host):
     before = conf_sum(host)
-    run = operator("playbooks/proxmox_gpu_vm.yml", "--check", "--diff", "-e", json.dumps({"proxmox_gpu_vm_clique": 3}))
+    run = run_scenario_playbook("playbooks/proxmox_gpu_vm.yml", "--check", "--diff", "-e", json.dumps({"proxmox_gpu_vm_clique": 3}))
     assert run.returncode == 0, run.summary
     assert run.recap["lab-proxmox-pve"].changed == 1, run.summary
     set_vm = [result for _host, _name, task in run.results for result in [task] + task.get("results", []) if "qm_set" in result]
@@ -78,7 +68,7 @@ def test_check_mode_says_what_would_change_and_writes_nothing(host):
 ], ids=["no-iommu", "gpus-on-nvidia"])
 def test_a_preflight_refusal_says_what_to_change_and_changes_nothing(host, sysfs_root, words):
     before = conf_sum(host)
-    run = operator("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_sysfs_root=" + sysfs_root)
+    run = run_scenario_playbook("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_sysfs_root=" + sysfs_root)
     assert run.returncode != 0, run.summary
     for said in words + ["nothing was changed"]:
         assert run.said(said), (said, run.summary)
@@ -89,7 +79,7 @@ def test_a_vm_that_hides_the_hypervisor_is_refused(host):
     host.check_output("qm set 100 --cpu host,hidden=1")
     try:
         before = conf_sum(host)
-        run = operator("playbooks/proxmox_gpu_vm.yml")
+        run = run_scenario_playbook("playbooks/proxmox_gpu_vm.yml")
         assert run.returncode != 0, run.summary
         for said in ["VM 100 has 'cpu: host,hidden=1', which makes QEMU add kvm=off", "remove hidden=1", "nothing was changed"]:
             assert run.said(said), (said, run.summary)
@@ -108,7 +98,7 @@ def held_and_undrained(host, guest):
             "run_id": "ops-9:4242:1", "controller": "ops-9", "user": "alice", "pid": 4242, "playbook": "deploy.yml",
             "purpose": "deploy", "since": "2026-02-19T13:53:43Z", "epoch": 1771509223.0,
             "boot_id": guest.check_output("cat /proc/sys/kernel/random/boot_id")}), GUEST_LOCK)
-    locked = [operator(*P2P_EXPERIMENT), operator(*VM_RESTART_FOR_CLIQUE_3)]
+    locked = [run_scenario_playbook(*P2P_EXPERIMENT), run_scenario_playbook(*VM_RESTART_FOR_CLIQUE_3)]
     # The other run ends; the node gets a deploy whose server a router would list.
     guest.check_output("rm %s", GUEST_LOCK)
     record = guest.ansible("inferops.serving.history", json.dumps({
@@ -116,7 +106,7 @@ def held_and_undrained(host, guest):
         "fields": {"server": {"url": "http://127.0.0.1:8000"}}, "owner": "sglang", "group": "sglang", "mode": "0640"}),
         check=False)
     assert record["changed"], record
-    undrained = [operator(*(P2P_EXPERIMENT + DEAD_ROUTER)), operator(*(VM_RESTART_FOR_CLIQUE_3 + DEAD_ROUTER))]
+    undrained = [run_scenario_playbook(*(P2P_EXPERIMENT + DEAD_ROUTER)), run_scenario_playbook(*(VM_RESTART_FOR_CLIQUE_3 + DEAD_ROUTER))]
     return {"locked": locked, "undrained": undrained, "vm_before": vm_before, "vm_after": host.check_output(VM_STATE),
             "lock_left": guest.run("test -e %s", GUEST_LOCK).rc == 0, "pending": host.check_output("qm pending 100")}
 
@@ -127,18 +117,18 @@ def test_a_held_node_lock_refuses_both_runs_naming_its_holder(held_and_undrained
         assert run.returncode != 0 and run.said("locked by another run: alice@ops-9 (pid 4242, deploy.yml, deploy)"), run.summary
     # The experiment touched no GPU before the lock; the restart's play asked the host only under it.
     assert not ran(experiment, "Check the all-reduce before the change"), experiment.summary
-    assert sum(name.startswith("Preflight the host and set the GPU passthrough of VM") for name in task_names(restart)) == 1
+    assert sum(name.startswith("Preflight the host and set the GPU passthrough of VM") for name in restart.task_names()) == 1
 
 
 def test_a_router_that_does_not_answer_stops_both_runs_at_the_drain(held_and_undrained):
     experiment, restart = held_and_undrained["undrained"]
     for run in (experiment, restart):
         assert run.returncode != 0 and run.said("The router at http://127.0.0.1:9 does not answer"), run.summary
-    experiment_tasks = task_names(experiment, GUEST)
+    experiment_tasks = experiment.task_names(GUEST)
     assert not any(name.startswith("Check the all-reduce before the change") for name in experiment_tasks)
     assert first_index(experiment_tasks, "Take the node lock") < first_index(experiment_tasks, "Take the node out of the router")
     # The restart takes the lock, asks the host, then drains; it goes no further than the drain.
-    names = task_names(restart)
+    names = restart.task_names()
     preflight = max(index for index, name in enumerate(names) if name.startswith("Preflight the host and set the GPU passthrough"))
     assert first_index(names, "Take the node lock") < preflight < first_index(names, "Take the node out of the router")
 
@@ -153,7 +143,7 @@ def test_no_run_stopped_by_the_lock_or_the_drain_restarted_the_vm(held_and_undra
 
 
 def test_the_p2p_experiment_is_kept_and_the_topology_allows_custom_allreduce(host):  # pylint: disable=unused-argument
-    run = operator(*P2P_EXPERIMENT)
+    run = run_scenario_playbook(*P2P_EXPERIMENT)
     assert run.returncode == 0, run.summary
     assert run.said("Kept gpu_p2p_clique on VM 100 (lab-proxmox-pve): every sum right and P2P on every pair"), run.summary
     assert run.said("SGLang flags the topology now calls for: {} (before: {'disable-custom-all-reduce': True})"), run.summary
@@ -161,24 +151,22 @@ def test_the_p2p_experiment_is_kept_and_the_topology_allows_custom_allreduce(hos
 
 
 def test_the_vm_goes_back_to_the_inventory_and_restarts(host):  # pylint: disable=unused-argument
-    run = operator("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_reboot=true")
+    run = run_scenario_playbook("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_reboot=true")
     assert run.returncode == 0, run.summary
     assert ran(run, "Start VM"), run.summary
 
 
 def test_p2p_that_returns_wrong_sums_is_rolled_back_and_the_last_words_say_why(host):
     host.check_output("echo wrong_sums > /etc/inferops-lab/p2p-fault")
-    run = operator(*P2P_EXPERIMENT)
+    run = run_scenario_playbook(*P2P_EXPERIMENT)
     assert run.returncode != 0, run.summary
     for said in ["Rolled back gpu_p2p_clique on VM 100: the all-reduce returned wrong sums",
                  "first: element 0 on rank 0, got 1.0, expected 3.0", "P2P access matrix: [[true, true], [true, true]]"]:
         assert run.said(said), (said, run.summary)
     assert ran(run, "Restore the host settings of the inventory") and ran(run, "Start VM"), run.summary
     # The last words, after the lock's release: what was rolled back, where, what to change.
-    names = task_names(run)
-    assert names[-1].startswith("Say what was refused or rolled back"), names[-5:]
-    assert first_index(names, "Release the node lock") < len(names) - 1
-    last = " ".join(run.results[-1][2]["msg"].split())
+    last = run.closing_message()
+    assert first_index(run.task_names(), "Release the node lock") < len(run.task_names()) - 1
     assert ("Host experiment gpu_p2p_clique rolled back (VM 100 on lab-proxmox-pve) on lab-proxmox-guest:"
             " the all-reduce returned wrong sums") in last, last
     assert "What to change: nothing: the host is back on the inventory's passthrough" in last, last
@@ -194,9 +182,9 @@ def test_a_power_cycle_clears_a_gpu_fault_that_needs_a_reset(host, guest):
     verdict = guest.ansible("inferops.serving.gpu_health", "kernel_log_file=/run/inferops-lab/kernel.log", check=False)
     assert verdict["healthy"] is False and "recovery action 'Reset'" in json.dumps(verdict), verdict
     boot_before = host.check_output(VM_STATE).split("\n")[0]
-    run = operator("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_power_cycle=true")
+    run = run_scenario_playbook("playbooks/proxmox_gpu_vm.yml", "-e", "proxmox_gpu_vm_power_cycle=true")
     assert run.returncode == 0, run.summary
-    names = task_names(run)
+    names = run.task_names()
     # Nothing waited in the passthrough: the VM restarted for the power cycle alone.
     assert first_index(names, "Take the node lock") < first_index(names, "Shut down VM"), names
     assert ran(run, "Start VM"), run.summary

@@ -6,16 +6,10 @@ import os
 
 import yaml
 
-from ansible_collections.inferops.serving.tests.utils.playbook import REPO_ROOT
-from ansible_collections.inferops.serving.tests.utils.playbook import run_playbook as run_with_json_output
+from ansible_collections.inferops.serving.tests.utils.playbook import REPO_ROOT, run_scenario_playbook
 
 with open(os.path.join(REPO_ROOT, "roles", "sglang_server", "handlers", "main.yml"), encoding="utf-8") as handle:
     SERVER_HANDLERS = [handler["name"] for handler in yaml.safe_load(handle)]
-
-
-def ansible_playbook(*arguments):
-    """ansible-playbook ARGUMENTS against the scenario's inventory, as a PlaybookRun."""
-    return run_with_json_output(["-i", os.environ["MOLECULE_INVENTORY_FILE"]] + list(arguments), env=os.environ)
 
 
 def run_playbook(playbook, extra_vars=None, check=False):
@@ -23,7 +17,7 @@ def run_playbook(playbook, extra_vars=None, check=False):
     arguments = [os.path.join(os.environ["MOLECULE_SCENARIO_DIRECTORY"], playbook)]
     if extra_vars:
         arguments += ["-e", json.dumps(extra_vars)]
-    return ansible_playbook(*(arguments + (["--check"] if check else [])))
+    return run_scenario_playbook(*(arguments + (["--check"] if check else [])))
 
 
 def changed(run):

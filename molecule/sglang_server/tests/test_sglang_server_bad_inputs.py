@@ -15,7 +15,8 @@ import json
 import os
 
 import pytest
-from lab_playbooks import ansible_playbook  # pylint: disable=import-error  # the tests folder, on pytest's path
+
+from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 
 SECRET = 'rowsecret-4b1d'
 NODE = 'lab-sglang_server'
@@ -201,7 +202,7 @@ def table(tmp_path_factory):
     })
     playbook = work / "rows.yml"
     playbook.write_text(json.dumps(plays))
-    run = ansible_playbook(str(playbook))
+    run = run_scenario_playbook(str(playbook))
     assert run.returncode == 0, run.summary
     data = json.loads(out.read_text())
     return data["rows"], data["states"], data["before"], run.output
@@ -231,8 +232,8 @@ def test_no_secret_in_the_output_or_on_the_node_journal(table, host):
 
 @pytest.mark.parametrize("serial", ["0", "-1", "all", "0%"])
 def test_deploy_serial_below_one_is_refused_before_any_task(serial):
-    run = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
-                           "-e", "serving_deploy_serial=%s" % serial)
+    run = run_scenario_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
+                                "-e", "serving_deploy_serial=%s" % serial)
     assert run.returncode != 0, run.summary
     assert run.said("serving_deploy_serial must be a number of nodes of at least 1"), run.summary
     assert run.results == [], run.summary
@@ -248,8 +249,8 @@ def test_a_locked_node_refuses_a_second_run_and_says_who_since_when(host):
     assert json.loads(host.check_output("cat /var/lib/inferops-serving/node.lock"))["user"] == "alice"
     try:
         # serving_fleet_converge_all: the node takes the deploy path even though nothing would change.
-        run = ansible_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
-                               "-e", "serving_fleet_converge_all=true")
+        run = run_scenario_playbook(os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "deploy.yml"),
+                                    "-e", "serving_fleet_converge_all=true")
         assert run.returncode != 0, run.summary
         assert run.said("locked by another run: alice@ops-9 (pid 4242, experiment.yml, experiment sm120_allreduce_fusion)"
                         " since 2026-02-19T13:53:43Z"), run.summary
@@ -308,11 +309,11 @@ def test_health_wait_ends_when_systemd_gives_up_and_shows_the_journal(host, tmp_
     playbook.write_text(SERVER_UNDER_LOCK)
     broken = dict(SERVER, sglang_server_package="inferops_lab_no_such_package", sglang_server_health_timeout=900,
                   sglang_server_start_limit_burst=2)
-    run = ansible_playbook(str(playbook), "-e", json.dumps(broken))
+    run = run_scenario_playbook(str(playbook), "-e", json.dumps(broken))
     assert run.returncode != 0, run.summary
     assert run.said("sglang.service failed and systemd gave up on it"), run.summary
     assert run.said("No module named 'inferops_lab_no_such_package'"), run.summary
-    run = ansible_playbook(str(playbook), "-e", json.dumps(SERVER))
+    run = run_scenario_playbook(str(playbook), "-e", json.dumps(SERVER))
     assert run.returncode == 0, run.summary
 
 
@@ -329,8 +330,8 @@ def test_an_experiment_on_one_node_of_a_replica_across_nodes_is_refused_before_a
         "hosts": {NODE: {}, NODE + "-rank-1": {"ansible_host": "192.0.2.1"}},
         "vars": {"serving_replica_group": "replica_a"}}}}}))
     before = host.check_output(SNAPSHOT)
-    run = ansible_playbook("-i", str(replica), os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
-                           "-l", NODE, "-e", variable)
+    run = run_scenario_playbook("-i", str(replica), os.path.join(os.environ["MOLECULE_PROJECT_DIRECTORY"], "playbooks", playbook),
+                                "-l", NODE, "-e", variable)
     assert run.returncode != 0, run.summary
     assert run.said("%s is rank 0 of replica replica_a (%s, %s-rank-1), which serves across nodes" % (NODE, NODE, NODE)), run.summary
     assert run.said("roll them out with `ansible-playbook deploy.yml`"), run.summary

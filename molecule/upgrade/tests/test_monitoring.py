@@ -2,32 +2,16 @@
 """Prometheus on the router's host against today's stack, the SGLang 0.5.23 server behind smg 1.13.0:
 what the monitoring role's dashboard and alerts read is what these releases export."""
 
-import time
-
 import pytest
 
 from ansible_collections.inferops.serving.tests.utils.lab import inventory_vars
-from ansible_collections.inferops.serving.tests.utils.prometheus import api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules
+from ansible_collections.inferops.serving.tests.utils.prometheus import (
+    active_targets_up, api, empty_dashboard_queries, rule_selectors_without_series, unhealthy_rules)
+from ansible_collections.inferops.serving.tests.utils.wait import until
 
 testinfra_hosts = ["lab-upgrade-router"]
 ROUTER_KEY = inventory_vars("molecule/upgrade/inventory/group_vars/sglang_routers/upgrade.yml")["sglang_router_api_key"]
 NODE = "lab-upgrade"
-# The scrape, the rule evaluation and the collector's interval are seconds in the lab.
-WAIT_S = 90
-
-
-def _until(what, check):
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        answer = check()
-        if answer or time.monotonic() > deadline:
-            assert answer, "after %d s: %s" % (WAIT_S, what)
-            return answer
-        time.sleep(2)
-
-
-def _all_up(targets):
-    return bool(targets) and all(target["health"] == "up" for target in targets)
 
 
 def _chat(host, stream):
@@ -45,15 +29,15 @@ def traffic(host):
     The server restarted last without a request since: as SGLang's, its labelled counters and
     histograms have no series until a request ends. The first requests make the series, and
     those after Prometheus has scraped them make the increase that a rate reads."""
-    _until("every target up", lambda: _all_up(api(host, "/targets?state=active")["data"]["activeTargets"]))
+    until("every target up", lambda: active_targets_up(host))
     for stream in ("false", "true"):
         _chat(host, stream)
     tokens = 'count({__name__=~"sglang[:_]generation_tokens_total", is_streaming="true", node="%s"})' % NODE
-    _until("the node's token counter", lambda: api(host, "/query", tokens)["data"]["result"])
+    until("the node's token counter", lambda: api(host, "/query", tokens)["data"]["result"])
     for stream in ("false", "true"):
         _chat(host, stream)
     rate = 'sum(rate({__name__=~"sglang[:_]generation_tokens_total", node="%s"}[1m])) > 0' % NODE
-    _until("a token rate of the node", lambda: api(host, "/query", rate)["data"]["result"])
+    until("a token rate of the node", lambda: api(host, "/query", rate)["data"]["result"])
 
 
 def test_prometheus_scrapes_the_server_the_router_and_both_node_exporters(host, traffic):
@@ -61,7 +45,7 @@ def test_prometheus_scrapes_the_server_the_router_and_both_node_exporters(host, 
     jobs = sorted((target["labels"]["job"], target["labels"].get("node", "")) for target in targets)
     assert ("sglang", NODE) in jobs and ("sglang-router", "lab-upgrade-router") in jobs, jobs
     assert ("node", NODE) in jobs and ("node", "lab-upgrade-router") in jobs, jobs
-    assert _all_up(targets), targets
+    assert all(target["health"] == "up" for target in targets), targets
 
 
 def test_every_dashboard_panel_has_data_from_the_0_5_23_server_and_smg(host, traffic):
