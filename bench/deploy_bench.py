@@ -23,7 +23,7 @@ Rows:
   * the revert ratio from bench/revert_patch.* and the topology ratio from
     bench/topology_runtime.py, when those scripts are present.
 
-The no-op redeploy runs with ansible.posix.profile_tasks: the log lists where its time goes.
+The no-op redeploy's slowest tasks are listed as the JSON callback times each task.
 
 Each run starts a new lab node (container `bench-gpu-node`, or BENCH_NODE) and removes it at the
 end, so the table is rerunnable. Needs the lab image (`make lab-image`; LAB_IMAGE picks it).
@@ -35,7 +35,6 @@ import argparse
 import glob
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -86,13 +85,10 @@ def lab_node(state, log):
          "-e", "lab_node_name=%s" % NODE, "-e", "lab_node_state=%s" % state] + image, log)
 
 
-PROFILE_LINE = re.compile(r"^(?P<task>.+?) -+ (?P<seconds>[0-9.]+)s$", re.M)
-
-
 def slowest_tasks(output, count=5):
-    """The slowest tasks profile_tasks printed, as 'name (seconds)'."""
-    found = [(float(m.group("seconds")), m.group("task").strip()) for m in PROFILE_LINE.finditer(output)]
-    return ["%s (%.1f s)" % (task, seconds) for seconds, task in sorted(found, reverse=True)[:count]]
+    """The slowest tasks of a run, as 'name (seconds)'."""
+    found = sorted(((seconds, task) for task, seconds in PlaybookRun(0, output).task_seconds().items()), reverse=True)
+    return ["%s (%.1f s)" % (task, seconds) for seconds, task in found[:count]]
 
 
 def mitogen_env():
@@ -227,11 +223,8 @@ def main(argv):
         full, proc = run(playbook + ["deploy.yml"], log)
         rows.append(["full deploy, fresh lab node", "%.1f s" % full, "changed=%d" % recap(proc.stdout)["changed"]])
 
-        # Profiled once to show where the time goes; the timed runs below use the default callbacks.
-        _elapsed, proc = run(playbook + ["deploy.yml"], log,
-                             extra_env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"})
-        slowest = slowest_tasks(proc.stdout)
         noop, proc = run(playbook + ["deploy.yml"], log)
+        slowest = slowest_tasks(proc.stdout)
         noop_recap = recap(proc.stdout)
         if noop_recap["changed"]:
             raise SystemExit("the redeploy changed %d things; see %s" % (noop_recap["changed"], log))
@@ -239,7 +232,7 @@ def main(argv):
         rows.append(["no-op redeploy (changed=0)", "%.1f s" % noop, "%d tasks ok" % noop_recap["ok"]])
         rows.append(["bare fact-gathering play", "%.1f s" % bare, "same node, same run"])
         rows.append(["no-op redeploy / bare play", "%.1fx" % (noop / bare), ""])
-        rows.append(["slowest no-op tasks (profile_tasks)", slowest[0] if slowest else "n/a", "; ".join(slowest[1:])])
+        rows.append(["slowest no-op tasks", slowest[0] if slowest else "n/a", "; ".join(slowest[1:])])
 
         mitogen = mitogen_env()
         if mitogen is None:

@@ -9,8 +9,8 @@ Rows:
   * requests that failed through the router during a rolling redeploy that changes one argument
     on every node (molecule/fleet/loadgen.py at a fixed concurrency); goal 0;
   * p99 latency of those requests during the rollout against the 15 s before it;
-  * where the fleet's no-op spends the time one node's does not: both no-ops run once more under
-    ansible.posix.profile_tasks (not timed above), and the tasks whose time grows most are listed.
+  * where the fleet's no-op spends the time one node's does not: the tasks whose time grows most
+    between the two no-ops, as the JSON callback times each task.
 
 The containers (bench-fleet-*) are created at the start and removed at the end.
 Usage: fleet_bench.py [--keep] [--json FILE]
@@ -19,7 +19,6 @@ Usage: fleet_bench.py [--keep] [--json FILE]
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -46,19 +45,6 @@ def busy_text(fleet_cpu, fleet, one_cpu, one):
     if fleet_cpu.nodes is None or one_cpu.nodes is None:
         return "unavailable"
     return "%.2f / %.2f" % ((fleet_cpu.controller + fleet_cpu.nodes) / fleet, (one_cpu.controller + one_cpu.nodes) / one)
-
-
-PROFILE_LINE = re.compile(r"^(?P<task>.+?) -+ (?P<seconds>[0-9.]+)s$", re.M)
-PROFILE_ENV = {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks", "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "all"}
-
-
-def task_seconds(output):
-    """Seconds per task name (summed over the tasks of that name) from profile_tasks' summary."""
-    seconds = {}
-    for match in PROFILE_LINE.finditer(output):
-        name = match.group("task").strip()
-        seconds[name] = seconds.get(name, 0.0) + float(match.group("seconds"))
-    return seconds
 
 
 def growth_text(fleet_tasks, one_tasks, count=5):
@@ -120,14 +106,12 @@ def main(argv):
             one, proc = run(playbook + ["-l", NODES[0]], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of one node changed something; log in %s" % log)
+        one_tasks = PlaybookRun(proc.returncode, proc.stdout).task_seconds()
         with CpuMeter(NODES + [ROUTER]) as fleet_cpu:
             fleet, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=FORKS)
         if changed_total(proc.stdout):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
-        _elapsed, proc = run(playbook + ["-l", NODES[0]], log, extra_env=dict(FORKS, **PROFILE_ENV))
-        one_tasks = task_seconds(proc.stdout)
-        _elapsed, proc = run(playbook + ["-l", "gpu_nodes"], log, extra_env=dict(FORKS, **PROFILE_ENV))
-        growth = growth_text(task_seconds(proc.stdout), one_tasks)
+        growth = growth_text(PlaybookRun(proc.returncode, proc.stdout).task_seconds(), one_tasks)
 
         key = "lab-router-key-not-a-secret"
         stop, marks, out = (os.path.join(workdir, n) for n in ("load.stop", "load.marks", "load.json"))
@@ -158,7 +142,7 @@ def main(argv):
         ("  CPU of those no-ops, lab nodes", cpu_text(fleet_cpu.nodes, one_cpu.nodes),
          "containers on the controller's %d cores" % CORES),
         ("  cores busy during those no-ops", busy_text(fleet_cpu, fleet, one_cpu, one), "of %d" % CORES),
-        ("  tasks that grow most (profile_tasks)", growth[0] if growth else "n/a", "; ".join(growth[1:])),
+        ("  tasks that grow most", growth[0] if growth else "n/a", "; ".join(growth[1:])),
         ("failed requests during the rolling redeploy", "%d of %d (rollout %.0f s)"
          % (clients["during"]["failed"], clients["during"]["requests"], rollout), "0"),
         ("p99 latency during / before the rollout", "%s ms / %s ms" % (clients["during"]["p99_ms"], clients["before"]["p99_ms"]),
