@@ -89,9 +89,13 @@ def command_line(host):
     return re.search(r"argv\[\]=[^;]*", exec_start).group(0)
 
 
-def ends_after_the_locks_release(run):
-    names = run.task_names()
-    return "Release the node lock" in names[:-1]
+def says_last(run, *patterns):
+    """RUN's last words, after the lock's release, are the closing message and match every one of
+    the regular expressions PATTERNS."""
+    last = run.closing_message()
+    assert "Release the node lock" in run.task_names()[:-1], run.task_names()[-5:]
+    for pattern in patterns:
+        assert re.search(pattern, last), (pattern, last)
 
 
 def router(router_url, path, key, body=None):
@@ -118,12 +122,10 @@ def test_a_deploy_of_0_5_23_with_a_value_it_does_not_know_is_refused_and_the_nod
     assert run.returncode != 0, run.summary
     # The last words: what was refused, on which node, what to change, and that the node serves as
     # before; after the lock's release.
-    last = run.closing_message()
-    assert "Deploy refused (release set 0.5.23) on %s: The SGLang 0.5.23 installed here does not accept" % NODE in last, last
-    assert "dsa-decode-backend" in last, last
-    assert "What to change: change or remove these server arguments in sglang_server_args or sglang_server_extra_args" in last, last
-    assert re.search(r"The node serves as before: sglang\.service still runs the same process \(PID [0-9]+\)", last), last
-    assert ends_after_the_locks_release(run), run.task_names()[-5:]
+    says_last(run, "Deploy refused \\(release set 0\\.5\\.23\\) on %s: The SGLang 0\\.5\\.23 installed here does not accept" % NODE,
+              "dsa-decode-backend",
+              "What to change: change or remove these server arguments in sglang_server_args or sglang_server_extra_args",
+              r"The node serves as before: sglang\.service still runs the same process \(PID [0-9]+\)")
     # The check of the SGLang installed now was a note, never an error: no failed task says it.
     assert run.said("Note: the SGLang 0.5.9 installed now does not accept the server arguments"), run.summary
     assert not [message for message in run.failures() if "0.5.9" in message], run.summary
@@ -165,12 +167,10 @@ def test_a_second_upgrade_whose_answers_differ_is_rolled_back_to_the_venv_it_ran
     assert run.returncode != 0, run.summary
     assert run.said("Experiment lab_upgrade_wrong_answers rolled back on %s: answers changed: token agreement" % NODE), run.summary
     assert run.said("The baseline is running and healthy again"), run.summary
-    last = run.closing_message()
-    assert "Experiment lab_upgrade_wrong_answers rolled back on %s: answers changed" % NODE in last, last
-    assert "What to change: nothing on the node" in last, last
-    assert "The baseline is running and healthy again: the node serves as before" in last, last
-    assert re.search(r"change the experiment.s variables \(sglang_release_set", last), last
-    assert ends_after_the_locks_release(run), run.task_names()[-5:]
+    says_last(run, "Experiment lab_upgrade_wrong_answers rolled back on %s: answers changed" % NODE,
+              "What to change: nothing on the node",
+              "The baseline is running and healthy again: the node serves as before",
+              r"change the experiment.s variables \(sglang_release_set")
     assert command_line(host) == story["upgraded"]
 
 
