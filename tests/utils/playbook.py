@@ -3,10 +3,12 @@
 
 With the stdout callback ``ansible.posix.json`` (ansible-core 2.19 to 2.21 redirect the short name
 ``json`` to it; the ``ansible`` package pinned beside each ansible-core bundles it), a playbook prints
-one JSON document when it ends: each task's result per host, and the recap's counts per host.
-PlaybookRun reads that document from a run's output, also when other commands printed around it
-(``make demo``, a README block of several commands), and answers the questions the tests and the
-benchmarks ask: the recap of a host, a task's result by name, the messages of the failed tasks.
+one JSON document when it ends: each task's result per host and its times, and the recap's counts
+per host. PlaybookRun reads that document from a run's output, also when other commands printed
+around it (``make demo``, a README block of several commands), and answers the questions the tests
+and the benchmarks ask: the recap of a host, the tasks a run reached and their results, the messages
+of the failed tasks, the closing message a refused or rolled-back run ends with, the time each task
+took. run_scenario_playbook() runs a playbook from a molecule scenario's tests, against its inventory.
 
 Imported as ``ansible_collections.inferops.serving.tests.utils.playbook`` by the tests and by bench/:
 both put ``.collections`` on the import path, where Ansible finds the collection too.
