@@ -14,7 +14,8 @@ BIN = os.path.join(REPO_ROOT, ".venv", "bin")
 # Ansible finds the collection too (the tests' conftest.py adds the same folder).
 sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
 
-# PlaybookRun is here for the bench scripts, which read their runs with it.
+# PlaybookRun and Load are here for the bench scripts, which read their runs and load the router with them.
+from ansible_collections.inferops.serving.tests.utils.load import Load  # pylint: disable=unused-import
 from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPUT, PlaybookRun  # pylint: disable=unused-import
 
 

@@ -19,12 +19,11 @@ Usage: fleet_bench.py [--keep] [--json FILE]
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
-from bench_common import BIN, REPO_ROOT, CpuMeter, PlaybookRun, run
+from bench_common import BIN, REPO_ROOT, CpuMeter, Load, PlaybookRun, run
 
 NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
 ROUTER = "bench-fleet-router"
@@ -113,23 +112,13 @@ def main(argv):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
         growth = growth_text(PlaybookRun(proc.returncode, proc.stdout).task_seconds(), one_tasks)
 
-        key = "lab-router-key-not-a-secret"
-        stop, marks, out = (os.path.join(workdir, n) for n in ("load.stop", "load.marks", "load.json"))
-        load = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "molecule", "fleet", "loadgen.py"),
-                                 "--url", "http://%s:30000" % router_address(log), "--concurrency", "4",
-                                 "--max-seconds", "900", "--stop-file", stop, "--marks-file", marks, "--out", out],
-                                env=dict(os.environ, LOADGEN_API_KEY=key), stdout=subprocess.DEVNULL)
+        load = Load(workdir, "http://%s:30000" % router_address(log), "lab-router-key-not-a-secret", max_seconds=900)
         time.sleep(15)
-        with open(marks, "w") as handle:
-            handle.write("rollout_start %f\n" % time.time())
+        load.mark("rollout_start")
         rollout, _proc = run(playbook + ["-e", json.dumps({"sglang_server_extra_args": {
             "enable-metrics": True, "max-running-requests": 512}})], log, extra_env=FORKS)
-        with open(marks, "a") as handle:
-            handle.write("rollout_end %f\n" % time.time())
-        open(stop, "w").close()
-        load.wait(timeout=120)
-        with open(out) as handle:
-            clients = json.load(handle)
+        load.mark("rollout_end")
+        clients = load.stop()
     finally:
         if not args.keep:
             containers("absent", log)

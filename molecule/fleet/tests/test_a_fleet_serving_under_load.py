@@ -15,7 +15,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +24,7 @@ import testinfra
 import yaml
 
 from ansible_collections.inferops.serving.tests.utils.lab import LAB_NODE_VARS, REPO_ROOT, inventory_vars
+from ansible_collections.inferops.serving.tests.utils.load import Load
 from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 from ansible_collections.inferops.serving.tests.utils.wait import until
 
@@ -34,7 +34,6 @@ NODES = ["fleet-node-1", "fleet-node-2", "fleet-node-3"]
 ROUTER = "fleet-router"
 ROUTER_KEY = inventory_vars("molecule/fleet/inventory/group_vars/sglang_routers/fleet.yml")["sglang_router_api_key"]
 MEMBERS_FILE = "/etc/sglang-router/workers.json"
-LOADGEN = os.path.join(REPO_ROOT, "molecule", "fleet", "loadgen.py")
 GPU_FAULTS = "/run/inferops-lab/gpu-faults.json"
 ROLLING_PLAY = "Deploy the nodes that change"
 with open(os.path.join(REPO_ROOT, "roles", "sglang_server", "defaults", "main.yml"), encoding="utf-8") as _handle:
@@ -78,31 +77,8 @@ def says(run, pattern):
     return any(re.search(pattern, " ".join(message.split())) for message in run.messages())
 
 
-class Load(object):
-    """loadgen.py sending requests through the router from the controller until stop()."""
-
-    def __init__(self, folder, router_url, concurrency=4, max_seconds=400):
-        self.stop_file, self.marks, self.out = (str(folder / name) for name in ("load.stop", "load.marks", "load.json"))
-        self.process = subprocess.Popen(
-            [sys.executable, LOADGEN, "--url", router_url, "--concurrency", str(concurrency), "--max-seconds",
-             str(max_seconds), "--stop-file", self.stop_file, "--marks-file", self.marks, "--out", self.out],
-            env=dict(os.environ, LOADGEN_API_KEY=ROUTER_KEY), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def mark(self, name):
-        """Split the requests into phases here: `rollout_start`, then `rollout_end`."""
-        with open(self.marks, "a") as handle:
-            handle.write("%s %f\n" % (name, time.time()))
-
-    def stop(self):
-        """What the clients saw (loadgen.py's report)."""
-        open(self.stop_file, "w").close()
-        self.process.wait(timeout=120)
-        with open(self.out) as handle:
-            return json.load(handle)
-
-
 def test_an_experiment_on_one_node_ends_with_it_back_in_the_router_and_no_request_failed(host, tmp_path, router_url):
-    load = Load(tmp_path, router_url)
+    load = Load(tmp_path, router_url, ROUTER_KEY)
     try:
         run = run_scenario_playbook("playbooks/experiment.yml", "-l", NODES[0], "-e", "serving_experiment=max_running_requests_2048")
     finally:
@@ -123,7 +99,7 @@ def test_an_experiment_on_one_node_ends_with_it_back_in_the_router_and_no_reques
 def test_a_configuration_that_never_becomes_healthy_stops_the_rollout_and_an_unfit_node_is_held_back(
         host, tmp_path, router_url, nodes):
     never_healthy = dict(inventory_vars(LAB_NODE_VARS)["sglang_server_extra_env"], INFEROPS_LAB_SIM_NEVER_HEALTHY="1")
-    load = Load(tmp_path, router_url, max_seconds=300)
+    load = Load(tmp_path, router_url, ROUTER_KEY, max_seconds=300)
     try:
         # Node 3's GPU 2 asks for a reset (nvidia-smi -q -x, the lab's planted fault): the plan's
         # GPU health gate holds it back, out of the router and its server untouched.
@@ -156,7 +132,7 @@ def test_one_rolling_redeploy_under_load_brings_the_failed_node_back_and_makes_t
     replica = tmp_path / "replica.yml"
     replica.write_text(json.dumps({"fleet_replica_a": {"hosts": {NODES[1]: None, NODES[2]: None},
                                                        "vars": {"serving_replica_group": "fleet_replica_a"}}}))
-    load = Load(tmp_path, router_url)
+    load = Load(tmp_path, router_url, ROUTER_KEY)
     try:
         time.sleep(5)
         load.mark("rollout_start")
@@ -209,7 +185,7 @@ def test_the_router_comes_back_by_itself_with_its_workers_after_a_crash(host, ro
 # workers again; the clients' requests fail while it is down and succeed once it is back.
 def test_the_routers_host_reboots_under_load_and_routes_to_every_worker_again(host, tmp_path, router_url, capsys):
     recorded = sorted(json.loads(host.file(MEMBERS_FILE).content_string)["workers"])
-    load = Load(tmp_path, router_url, concurrency=2, max_seconds=240)
+    load = Load(tmp_path, router_url, ROUTER_KEY, concurrency=2, max_seconds=240)
     try:
         time.sleep(3)
         # The clock starts at the reboot command, before its shutdown: a reboot is timed from the fault, as a crash is.
