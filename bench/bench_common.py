@@ -14,7 +14,9 @@ BIN = os.path.join(REPO_ROOT, ".venv", "bin")
 # Ansible finds the collection too (the tests' conftest.py adds the same folder).
 sys.path.insert(0, os.path.join(REPO_ROOT, ".collections"))
 
-# PlaybookRun and Load are here for the bench scripts, which read their runs and load the router with them.
+# The tests' helpers are here for the bench scripts: they find the lab containers and their keys, load the
+# router and read their runs with them.
+from ansible_collections.inferops.serving.tests.utils.lab import container_address, inventory_vars  # pylint: disable=unused-import
 from ansible_collections.inferops.serving.tests.utils.load import Load  # pylint: disable=unused-import
 from ansible_collections.inferops.serving.tests.utils.playbook import JSON_OUTPUT, PlaybookRun  # pylint: disable=unused-import
 

@@ -23,10 +23,11 @@ import sys
 import tempfile
 import time
 
-from bench_common import BIN, REPO_ROOT, CpuMeter, Load, PlaybookRun, run
+from bench_common import BIN, REPO_ROOT, CpuMeter, Load, PlaybookRun, container_address, inventory_vars, run
 
 NODES = ["bench-fleet-node-1", "bench-fleet-node-2", "bench-fleet-node-3"]
 ROUTER = "bench-fleet-router"
+ROUTER_KEY = inventory_vars("molecule/fleet/inventory/group_vars/sglang_routers/fleet.yml")["sglang_router_api_key"]
 # The plan checks every node at once.
 FORKS = {"ANSIBLE_FORKS": "8"}
 CORES = os.cpu_count() or 1
@@ -84,11 +85,6 @@ def containers(state, log):
             log)
 
 
-def router_address(log):
-    _elapsed, proc = run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", ROUTER], log)
-    return proc.stdout.strip()
-
-
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
@@ -112,7 +108,7 @@ def main(argv):
             raise SystemExit("the no-op redeploy of the fleet changed something; log in %s" % log)
         growth = growth_text(PlaybookRun(proc.returncode, proc.stdout).task_seconds(), one_tasks)
 
-        load = Load(workdir, "http://%s:30000" % router_address(log), "lab-router-key-not-a-secret", max_seconds=900)
+        load = Load(workdir, "http://%s:30000" % container_address(ROUTER), ROUTER_KEY, max_seconds=900)
         time.sleep(15)
         load.mark("rollout_start")
         rollout, _proc = run(playbook + ["-e", json.dumps({"sglang_server_extra_args": {

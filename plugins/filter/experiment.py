@@ -11,7 +11,10 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._closing import campaign as _campaign_closing
 from ansible_collections.inferops.serving.plugins.module_utils._closing import experiment as _experiment_closing
+from ansible_collections.inferops.serving.plugins.module_utils._closing import hold_back as _hold_back_closing
+from ansible_collections.inferops.serving.plugins.module_utils._closing import host_experiment as _host_experiment_closing
 from ansible_collections.inferops.serving.plugins.module_utils._campaign import (
     CampaignError,
     plan as _campaign_plan,
@@ -30,6 +33,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._experiment impor
     decide,
     host_decide,
     host_plan,
+    host_report,
     plan,
     refusal_message,
     role_options,
@@ -85,6 +89,18 @@ def experiment_closing(name, node, unit, planned=None, decision=None, failure=No
     return _experiment_closing(name, node, unit, planned, decision, failure)
 
 
+def campaign_closing(name, node, failure, locked=False):
+    return _campaign_closing(name, node, failure, locked)
+
+
+def hold_back_closing(node, gate_message, routed=False, failure=''):
+    return _hold_back_closing(node, gate_message, routed, failure or '')
+
+
+def host_experiment_closing(name, vmid, vm_host, verdict=None, failure=None, locked=False, out_of_router=False):
+    return _host_experiment_closing(name, vmid, vm_host, verdict, failure, locked, out_of_router)
+
+
 def trial_baseline(history_benchmark, measured, now):
     return _trial.baseline(history_benchmark, measured, now)
 
@@ -114,6 +130,10 @@ def host_experiment_plan(experiments, name):
 
 def host_experiment_decision(check, topology, evidence=None, error=None):
     return host_decide(check, topology, evidence=evidence, error=error)
+
+
+def host_experiment_report(planned, verdict, node, vmid, vm_host, topology_before=None, topology_now=None):
+    return host_report(planned, verdict, node, vmid, vm_host, topology_before, topology_now)
 
 
 def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0,
@@ -154,7 +174,10 @@ class FilterModule(object):
             'experiment_plan': experiment_plan,
             'experiment_refusal': experiment_refusal,
             'experiment_decision': experiment_decision,
+            'campaign_closing': campaign_closing,
             'experiment_closing': experiment_closing,
+            'hold_back_closing': hold_back_closing,
+            'host_experiment_closing': host_experiment_closing,
             'trial_baseline': trial_baseline,
             'trial_restores_by_files': trial_restores_by_files,
             'trial_outcome_record': trial_outcome_record,
@@ -162,6 +185,7 @@ class FilterModule(object):
             'trial_report': trial_report,
             'host_experiment_plan': host_experiment_plan,
             'host_experiment_decision': host_experiment_decision,
+            'host_experiment_report': host_experiment_report,
             'answers_compare': answers_compare,
             'answers_summary': answers_summary,
             'campaign_plan': campaign_plan,

@@ -43,6 +43,76 @@ def experiment(name, node, unit, planned=None, decision=None, failure=None):
     }
 
 
+def hold_back(node, gate_message, routed=False, failure=''):
+    """A node held back by the GPU health gate, whose ``gate_message`` says what it found, then
+    "What to do: ..."; ``failure``: what stopped taking the node out of the router (``routed``: it
+    is behind one). Its server is left as it runs; the rollout goes on with the other nodes."""
+    if routed:
+        where = '%s may still be in the router; ' % node if failure else '%s is out of the router; ' % node
+    else:
+        where = ''
+    return {
+        'what': 'Deploy held back (GPUs not fit to serve)',
+        'reason': gate_message.split(' What to do:')[0] + (' Taking it out of the router failed: %s' % failure if failure else ''),
+        'change': gate_message.split('What to do:')[-1].strip() if 'What to do:' in gate_message else 'what the GPU health gate says',
+        'also': where + 'the other nodes are deployed without it.',
+    }
+
+
+def campaign(name, node, failure, locked=False):
+    """A campaign that ``failure`` (``task``, ``msg``) refused, before the node lock (``locked`` false:
+    nothing changed), or stopped under it. What the node serves after a stop is read at the end."""
+    if not locked:
+        return {
+            'what': 'Campaign %s refused' % name, 'reason': failure['msg'],
+            'change': 'what the message says, then run the campaign again',
+            'serving': 'Nothing was changed on the node; it serves as before.',
+        }
+    return {
+        'what': 'Campaign %s stopped' % name,
+        'reason': '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg'],
+        'change': ('what the message says, then run the campaign again; deploy.yml -l %s puts back the baseline of the'
+                   ' inventory' % node),
+        'serving': '',
+    }
+
+
+def host_experiment(name, vmid, vm_host, verdict=None, failure=None, locked=False, out_of_router=False):
+    """A host experiment (a VM's passthrough on its Proxmox host) that was refused (``failure`` before
+    the node lock: ``locked`` false), stopped (``failure`` under the lock) or rolled back (``verdict``
+    without ``keep``); None when it was kept, or in check mode (no ``verdict``). ``restarted_by``
+    informs the read of what the node serves at the end; ``out_of_router``: the node left a router
+    it stays out of after a stop."""
+    if failure is None and (verdict is None or verdict.get('keep', True)):
+        return None
+    rolled_back = failure is None
+    refused = not rolled_back and not locked
+    what = 'Host experiment %s %s (VM %s on %s)' % (
+        name, 'rolled back' if rolled_back else 'refused' if refused else 'stopped', vmid, vm_host or 'its host')
+    if rolled_back:
+        return {
+            'what': what, 'reason': verdict['reason'],
+            'change': ("nothing: the host is back on the inventory's passthrough (the evidence above shows what the GPUs"
+                       " did; try another experiment of serving_host_experiments, or other hardware)"),
+            'serving': '', 'restarted_by': 'the restart of its VM', 'also': '',
+        }
+    if refused:
+        return {
+            'what': what, 'reason': failure['msg'],
+            'change': 'what the message says, then run the experiment again',
+            'serving': 'Nothing was changed on the node or its host; it serves as before.',
+            'restarted_by': '', 'also': '',
+        }
+    return {
+        'what': what,
+        'reason': '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg'],
+        'change': ("what the message says; playbooks/proxmox_gpu_vm.yml -e proxmox_gpu_vm_reboot=true puts the"
+                   " inventory's passthrough back on the host and restarts the VM on it"),
+        'serving': '', 'restarted_by': '',
+        'also': 'It stays out of the router until a deploy of it succeeds.' if out_of_router else '',
+    }
+
+
 def _unit_property(show, name):
     """A property of ``systemctl show --property=...`` output; None when absent."""
     match = re.search(r'^%s=(.*)$' % re.escape(name), show or '', re.MULTILINE)

@@ -415,3 +415,18 @@ def host_decide(check, topology, evidence=None, error=None):
     return {'keep': False, 'evidence': lines,
             'reason': 'P2P is not present on every pair (driver: %s, check: %s)'
                       % (_json_matrix(topology.get('p2p_read')), _json_matrix(check.get('p2p_access')))}
+
+
+def host_report(planned, verdict, node, vmid, vm_host, topology_before=None, topology_now=None):
+    """What a host experiment's run says once it is decided: a rollback's reason and evidence, or
+    what a kept one changed (the evidence, the SGLang flags and NCCL environment the topology calls
+    for now) and that the inventory still holds the baseline."""
+    if not verdict.get('keep'):
+        return ['Rolled back %s on VM %s: %s' % (planned['name'], vmid, verdict['reason'])] + list(verdict.get('evidence') or [])
+    before, now = topology_before or {}, topology_now or {}
+    return (['Kept %s on VM %s (%s): %s.' % (planned['name'], vmid, vm_host, verdict['reason'])]
+            + list(verdict.get('evidence') or [])
+            + ['SGLang flags the topology now calls for: %s (before: %s); NCCL environment: %s.'
+               % (now.get('recommended_sglang_args'), before.get('recommended_sglang_args'), now.get('recommended_env')),
+               'The inventory still holds the baseline: set %s on %s to keep it, or a run of the proxmox_gpu_vm role reverts it.'
+               % (json.dumps(planned['vars']), node)])

@@ -6,6 +6,7 @@ Every scenario's serving nodes take their settings from inventories/lab/group_va
 """
 
 import os
+import subprocess
 
 import yaml
 
@@ -21,3 +22,11 @@ def inventory_vars(path):
 
 # The lab's made-up API key, no secret: a lab node's server asks every client for it.
 LAB_API_KEY = inventory_vars(LAB_NODE_VARS)['sglang_server_api_key']
+
+
+def container_address(name):
+    """Lab container NAME's address on its docker network (the first, where it is on several)."""
+    addresses = subprocess.run(['docker', 'inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}', name],
+                               check=True, capture_output=True, text=True).stdout.split()
+    assert addresses, 'container %s has no address on a docker network' % name
+    return addresses[0]

@@ -18,6 +18,7 @@ import collections
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -184,6 +185,10 @@ class PlaybookRun(object):
         """Whether a message of the run holds WORDS, white space collapsed (lines fold long messages)."""
         words = _collapsed(words)
         return any(words in _collapsed(message) for message in self.messages())
+
+    def matches(self, pattern):
+        """Whether a message of the run matches the regular expression PATTERN, white space collapsed."""
+        return any(re.search(pattern, _collapsed(message)) for message in self.messages())
 
     @property
     def summary(self):

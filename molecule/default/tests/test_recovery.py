@@ -19,7 +19,7 @@ import urllib.request
 import pytest
 import testinfra
 
-from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, container_address
 from ansible_collections.inferops.serving.tests.utils.prometheus import active_targets_up
 
 JOURNAL_UNITS = ["sglang", "prometheus-node-exporter", "prometheus"]
@@ -72,10 +72,7 @@ class Clients:
 
 @pytest.fixture(scope="module")
 def clients():
-    address = subprocess.run(
-        ["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}", "lab-default"],
-        check=True, capture_output=True, text=True).stdout.split()[0]
-    with Clients("http://%s:8000" % address) as load:
+    with Clients("http://%s:8000" % container_address("lab-default")) as load:
         deadline = time.monotonic() + BOUND
         while not load.served_since(0):
             assert time.monotonic() < deadline, "the server answers no client before the recovery tests"

@@ -13,17 +13,15 @@ testinfra's `host` (the router's host): pytest keeps tests that share it in file
 """
 import json
 import os
-import re
 import subprocess
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 import testinfra
 import yaml
 
-from ansible_collections.inferops.serving.tests.utils.lab import LAB_NODE_VARS, REPO_ROOT, inventory_vars
+from ansible_collections.inferops.serving.tests.utils import router
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_NODE_VARS, REPO_ROOT, container_address, inventory_vars
 from ansible_collections.inferops.serving.tests.utils.load import Load
 from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 from ansible_collections.inferops.serving.tests.utils.wait import until
@@ -41,12 +39,6 @@ with open(os.path.join(REPO_ROOT, "roles", "sglang_server", "defaults", "main.ym
     NEW_ARGS = {"sglang_server_args": dict(yaml.safe_load(_handle)["sglang_server_args"], **{"max-running-requests": 512})}
 
 
-def container_address(name):
-    """NAME's address on the scenario's docker network."""
-    return subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", name],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 @pytest.fixture(scope="module")
 def router_url():
     return "http://%s:30000" % container_address(ROUTER)
@@ -59,22 +51,11 @@ def nodes():
 
 
 def router_workers(router_url):
-    """The workers the router lists, as its API answers (None while it does not answer)."""
-    request = urllib.request.Request(router_url + "/workers", headers={"Authorization": "Bearer " + ROUTER_KEY})
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return json.load(response)["workers"]
-    except (urllib.error.URLError, OSError, ValueError):
-        return None
+    return router.router_workers(router_url, ROUTER_KEY)
 
 
 def healthy_urls(router_url):
-    return sorted(worker["url"] for worker in router_workers(router_url) or [] if worker["is_healthy"])
-
-
-def says(run, pattern):
-    """Whether a message of RUN matches the regular expression PATTERN, white space collapsed."""
-    return any(re.search(pattern, " ".join(message.split())) for message in run.messages())
+    return router.healthy_worker_urls(router_url, ROUTER_KEY)
 
 
 def test_an_experiment_on_one_node_ends_with_it_back_in_the_router_and_no_request_failed(host, tmp_path, router_url):
@@ -88,7 +69,7 @@ def test_an_experiment_on_one_node_ends_with_it_back_in_the_router_and_no_reques
     # scenarios on the same cores the spread of three runs can reach that, and the gate then rightly
     # calls it inconclusive (the experiment scenario tests the gate's verdicts); what matters here is
     # that it is never rolled back and the node comes back.
-    assert says(run, r"Experiment max_running_requests_2048 (kept|inconclusive) on"), run.summary
+    assert run.matches(r"Experiment max_running_requests_2048 (kept|inconclusive) on"), run.summary
     # Out of the router before its restart, whichever node the router's policy favours.
     assert any(result.get("changed") for result in run.results_named("Take the node out of the router on", NODES[0])), run.summary
     workers = router_workers(router_url)

@@ -1,7 +1,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every serving node ends on the changed argument and answers for its model."""
 
-from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, container_address
 
 testinfra_hosts = ["ansible://fleet-node-1", "ansible://fleet-node-2", "ansible://fleet-node-3"]
 
@@ -24,8 +24,7 @@ def test_replica_ranks(host):
     if name == "fleet-node-1":
         assert "--nnodes" not in unit
         return
-    first = host.backend.run_local(
-        "docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' fleet-node-2").stdout.strip()
+    first = container_address("fleet-node-2")
     rank = {"fleet-node-2": 0, "fleet-node-3": 1}[name]
     assert "--nnodes 2" in unit
     assert "--node-rank %d" % rank in unit

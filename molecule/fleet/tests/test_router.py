@@ -3,7 +3,7 @@
 
 import json
 
-from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, inventory_vars
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, container_address, inventory_vars
 
 testinfra_hosts = ["ansible://fleet-router"]
 
@@ -51,18 +51,13 @@ def test_clients_need_the_key(host):
     assert without == "401"
 
 
-def _address(host, name):
-    return host.backend.run_local(
-        "docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' %s" % name).stdout.strip()
-
-
 def test_router_routes_to_node_1_and_to_rank_0_of_the_replica(host):
     answer = host.run("curl -sf -H 'Authorization: Bearer %s' http://127.0.0.1:30000/workers" % CLIENT_KEY)
     assert answer.rc == 0, answer.stderr
     workers = json.loads(answer.stdout)["workers"]
     assert all(w["is_healthy"] for w in workers), workers
     assert {w["model_id"] for w in workers} == {"glm-5"}
-    expected = {"http://%s:8000" % _address(host, name) for name in ("fleet-node-1", "fleet-node-2")}
+    expected = {"http://%s:8000" % container_address(name) for name in ("fleet-node-1", "fleet-node-2")}
     assert {w["url"] for w in workers} == expected
     ready = host.run("curl -s http://127.0.0.1:30000/readiness").stdout
     assert json.loads(ready)["healthy_workers"] == 2

@@ -163,6 +163,7 @@ def test_p2p_that_returns_wrong_sums_is_rolled_back_and_the_last_words_say_why(h
     for said in ["Rolled back gpu_p2p_clique on VM 100: the all-reduce returned wrong sums",
                  "first: element 0 on rank 0, got 1.0, expected 3.0", "P2P access matrix: [[true, true], [true, true]]"]:
         assert run.said(said), (said, run.summary)
+    assert not run.said("Kept gpu_p2p_clique"), run.summary
     assert ran(run, "Restore the host settings of the inventory") and ran(run, "Start VM"), run.summary
     # The last words, after the lock's release: what was rolled back, where, what to change.
     last = run.closing_message()
@@ -191,3 +192,18 @@ def test_a_power_cycle_clears_a_gpu_fault_that_needs_a_reset(host, guest):
     assert host.check_output(VM_STATE).split("\n")[0] != boot_before
     verdict = guest.ansible("inferops.serving.gpu_health", "kernel_log_file=/run/inferops-lab/kernel.log", check=False)
     assert verdict["healthy"] is True, verdict
+
+
+def test_a_restart_switch_that_is_not_a_boolean_is_refused_before_the_vm_restarts(host, tmp_path):
+    """Read as Jinja's bool, "maybe" would mean false: the VM would go on without the restart it
+    was asked for, and nothing would say so."""
+    typo = tmp_path / "typo.yml"
+    typo.write_text(json.dumps({"all": {"hosts": {GUEST: {"proxmox_gpu_vm_power_cycle": "maybe"}}}}))
+    boot_before = host.check_output(VM_STATE).split("\n")[0]
+    run = run_scenario_playbook("-i", str(typo), "playbooks/proxmox_gpu_vm.yml")
+    assert run.returncode != 0 and run.recap[GUEST].failed == 1, run.summary
+    assert any("proxmox_gpu_vm_power_cycle must be true or false, got the text 'maybe'" in message
+               and "Set on the VM %s (its variables or the command line): change it to true or false." % GUEST in message
+               for message in run.failures(GUEST)), run.summary
+    assert not ran(run, "Take the node lock") and not ran(run, "Shut down VM"), run.summary
+    assert host.check_output(VM_STATE).split("\n")[0] == boot_before

@@ -16,14 +16,13 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import threading
-import urllib.request
 
 import pytest
 import yaml
 
-from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, REPO_ROOT, inventory_vars
+from ansible_collections.inferops.serving.tests.utils.lab import LAB_API_KEY, REPO_ROOT, container_address, inventory_vars
+from ansible_collections.inferops.serving.tests.utils.router import router_api, router_workers
 from ansible_collections.inferops.serving.tests.utils.playbook import run_scenario_playbook
 from ansible_collections.inferops.serving.tests.utils.wait import until
 
@@ -78,9 +77,7 @@ def story():
 
 @pytest.fixture(scope="module")
 def router_url():
-    address = subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", ROUTER],
-                             check=True, capture_output=True, text=True).stdout.strip()
-    return "http://%s:30000" % address
+    return "http://%s:30000" % container_address(ROUTER)
 
 
 def command_line(host):
@@ -98,17 +95,8 @@ def says_last(run, *patterns):
         assert re.search(pattern, last), (pattern, last)
 
 
-def router(router_url, path, key, body=None):
-    """What smg answers on PATH (a POST of BODY when given) with KEY."""
-    request = urllib.request.Request(router_url + path, headers={"Authorization": "Bearer " + key, "Content-Type": "application/json"},
-                                     data=None if body is None else json.dumps(body).encode())
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return json.load(response)
-
-
 def healthy_workers(router_url):
-    return [worker for worker in router(router_url, "/workers", ROUTER_VARS["sglang_router_admin_api_key"])["workers"]
-            if worker["is_healthy"]]
+    return [worker for worker in router_workers(router_url, ROUTER_VARS["sglang_router_admin_api_key"]) or [] if worker["is_healthy"]]
 
 
 # The operator's first try: release set 0.5.23 from the command line, with its new flags and one
@@ -189,8 +177,8 @@ def test_a_last_deploy_changes_nothing_and_the_node_answers_through_the_router(h
     assert run.returncode == 0 and run.said("current: " + NODE), run.summary
     assert (run.recap[NODE].changed, run.recap[NODE].unreachable, run.recap[NODE].failed) == (0, 0, 0), run.summary
     assert len(healthy_workers(router_url)) == 1
-    answer = router(router_url, "/v1/chat/completions", ROUTER_VARS["sglang_router_api_key"],
-                    {"model": "glm-5", "max_tokens": 4, "messages": [{"role": "user", "content": "Say hi."}]})
+    answer = router_api(router_url, "/v1/chat/completions", ROUTER_VARS["sglang_router_api_key"],
+                        {"model": "glm-5", "max_tokens": 4, "messages": [{"role": "user", "content": "Say hi."}]})
     assert len(answer["choices"]) == 1, answer
 
 

@@ -7,7 +7,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy, experiment, serving_now
+from ansible_collections.inferops.serving.plugins.module_utils._closing import campaign, deploy, experiment, hold_back, host_experiment, serving_now
 
 PLAN = {'name': 'nccl_min_nchannels_16', 'refused': False,
         'restore': {'sglang_server_extra_env': {}, 'sglang_server_extra_args': {}}}
@@ -108,3 +108,84 @@ REBOOTED = 'ActiveState=active\nMainPID=6161\n' + EXEC_START % ('Fri 2026-12-04 
 ])
 def test_what_the_node_serves_at_the_end_of_a_failed_run(before, after, restarted_by, serving):
     assert serving_now('sglang.service', before, after, restarted_by) == serving
+
+
+WRONG_SUMS = {'keep': False, 'reason': 'the all-reduce returned wrong sums', 'evidence': ['first: element 0 on rank 0']}
+
+
+@pytest.mark.parametrize('verdict', [None, {'keep': True, 'reason': 'every sum right and P2P on every pair'}])
+def test_a_kept_host_experiment_or_check_mode_has_nothing_to_close(verdict):
+    assert host_experiment('gpu_p2p_clique', 100, 'pve1', verdict, None, locked=True) is None
+
+
+def test_a_rolled_back_host_experiment_says_the_host_is_back_and_that_its_vm_restarted():
+    closing = host_experiment('gpu_p2p_clique', 100, 'pve1', WRONG_SUMS, None, locked=True, out_of_router=True)
+    assert closing['what'] == 'Host experiment gpu_p2p_clique rolled back (VM 100 on pve1)'
+    assert closing['reason'] == 'the all-reduce returned wrong sums'
+    assert closing['change'].startswith("nothing: the host is back on the inventory's passthrough")
+    # The node rejoined the router after the rollback: nothing more to say of it.
+    assert (closing['serving'], closing['restarted_by'], closing['also']) == ('', 'the restart of its VM', '')
+
+
+def test_a_host_experiment_refused_before_the_lock_changed_nothing():
+    failure = {'task': 'Check that the VM says where it runs and what it is', 'msg': 'gpu-node needs proxmox_gpu_vm_host'}
+    closing = host_experiment('gpu_p2p_clique', '?', '', None, failure, locked=False, out_of_router=True)
+    assert closing['what'] == 'Host experiment gpu_p2p_clique refused (VM ? on its host)'
+    # The refusal's own words, without the task that said them.
+    assert closing['reason'] == 'gpu-node needs proxmox_gpu_vm_host'
+    assert closing['serving'] == 'Nothing was changed on the node or its host; it serves as before.'
+    assert closing['also'] == ''
+
+
+@pytest.mark.parametrize('out_of_router, also', [(True, 'It stays out of the router until a deploy of it succeeds.'), (False, '')])
+def test_a_host_experiment_stopped_under_the_lock_names_the_task_and_how_to_put_the_passthrough_back(out_of_router, also):
+    failure = {'task': 'Wait for the guest', 'msg': 'timed out after 600 s'}
+    closing = host_experiment('gpu_p2p_clique', 100, 'pve1', None, failure, locked=True, out_of_router=out_of_router)
+    assert closing['what'] == 'Host experiment gpu_p2p_clique stopped (VM 100 on pve1)'
+    assert closing['reason'] == 'Wait for the guest: timed out after 600 s'
+    assert 'playbooks/proxmox_gpu_vm.yml -e proxmox_gpu_vm_reboot=true' in closing['change']
+    # What the node serves is read at the end of the run (serving_now), not said here.
+    assert (closing['serving'], closing['restarted_by'], closing['also']) == ('', '', also)
+
+
+def test_a_campaign_refused_before_the_lock_says_the_node_serves_as_before():
+    closing = campaign('no_such_campaign', 'gpu-node', {'task': 'Resolve the campaign', 'msg': "unknown campaign 'no_such_campaign'"})
+    assert closing == {'what': 'Campaign no_such_campaign refused', 'reason': "unknown campaign 'no_such_campaign'",
+                       'change': 'what the message says, then run the campaign again',
+                       'serving': 'Nothing was changed on the node; it serves as before.'}
+
+
+@pytest.mark.parametrize('task, reason', [('Benchmark the experiment', 'Benchmark the experiment: the server did not answer'),
+                                          ('', 'the server did not answer')])
+def test_a_campaign_stopped_under_the_lock_names_the_task_and_how_to_get_the_baseline_back(task, reason):
+    closing = campaign('pcie_throughput', 'gpu-node', {'task': task, 'msg': 'the server did not answer'}, locked=True)
+    assert closing['what'] == 'Campaign pcie_throughput stopped' and closing['reason'] == reason
+    assert closing['change'].endswith('deploy.yml -l gpu-node puts back the baseline of the inventory')
+    # What the node serves is read at the end of the run (serving_now), not said here.
+    assert closing['serving'] == ''
+
+
+GATE = ('GPU health gate: the GPUs of gpu-3 are not fit to serve: GPU 2 asks for recovery action Reset.'
+        ' What to do: reset GPU 2 (nvidia-smi -r -i 2) or power-cycle the VM, then deploy again.')
+
+
+def test_a_held_back_node_says_what_the_gate_found_and_what_to_do_and_that_it_left_the_router():
+    closing = hold_back('gpu-3', GATE, routed=True)
+    assert closing == {
+        'what': 'Deploy held back (GPUs not fit to serve)',
+        'reason': 'GPU health gate: the GPUs of gpu-3 are not fit to serve: GPU 2 asks for recovery action Reset.',
+        'change': 'reset GPU 2 (nvidia-smi -r -i 2) or power-cycle the VM, then deploy again.',
+        'also': 'gpu-3 is out of the router; the other nodes are deployed without it.'}
+
+
+def test_a_held_back_node_that_could_not_leave_the_router_says_so():
+    closing = hold_back('gpu-3', GATE, routed=True, failure='Take the node out of the router: connection refused')
+    assert closing['reason'].endswith(' Taking it out of the router failed: Take the node out of the router: connection refused')
+    assert closing['also'] == 'gpu-3 may still be in the router; the other nodes are deployed without it.'
+
+
+def test_a_held_back_node_without_a_router_or_advice_falls_back_to_the_gate():
+    closing = hold_back('gpu-3', 'GPU health gate: GPU 0 is lost.', routed=False)
+    assert closing['reason'] == 'GPU health gate: GPU 0 is lost.'
+    assert closing['change'] == 'what the GPU health gate says'
+    assert closing['also'] == 'the other nodes are deployed without it.'

@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
+    host_report,
     merge,
     plan,
     refusal_message,
@@ -174,3 +175,26 @@ def test_an_overlay_of_a_derived_default_must_be_set_in_the_inventory_first():
     experiments = {'move_pristine': {'vars': {'sglang_pristine_dir': '/srv/pristine'}}}
     with pytest.raises(ExperimentError, match='set sglang_pristine_dir in the inventory first'):
         plan(experiments, 'move_pristine', {}, current={}, known_variables=list(options), defaults=options)
+
+
+HOST_PLAN = {'name': 'gpu_p2p_clique', 'description': '', 'vars': {'proxmox_gpu_vm_clique': 0}}
+
+
+def test_a_kept_host_experiment_says_what_the_topology_calls_for_now_and_how_to_keep_it():
+    verdict = {'keep': True, 'reason': 'every sum right and P2P on every pair', 'evidence': ['driver P2P read matrix: [["X", "OK"], ["OK", "X"]]']}
+    lines = host_report(HOST_PLAN, verdict, 'gpu-node', 100, 'pve1', {'recommended_sglang_args': {'disable-custom-all-reduce': True}},
+                        {'recommended_sglang_args': {}, 'recommended_env': {'NCCL_P2P_LEVEL': 'SYS'}})
+    assert lines == [
+        'Kept gpu_p2p_clique on VM 100 (pve1): every sum right and P2P on every pair.',
+        'driver P2P read matrix: [["X", "OK"], ["OK", "X"]]',
+        "SGLang flags the topology now calls for: {} (before: {'disable-custom-all-reduce': True}); NCCL environment: {'NCCL_P2P_LEVEL': 'SYS'}.",
+        'The inventory still holds the baseline: set {"proxmox_gpu_vm_clique": 0} on gpu-node to keep it, or a run of the'
+        ' proxmox_gpu_vm role reverts it.']
+
+
+def test_a_rolled_back_host_experiment_says_why_with_its_evidence_and_never_that_it_was_kept():
+    verdict = {'keep': False, 'reason': 'the all-reduce returned wrong sums', 'evidence': ['first: element 0 on rank 0, got 1.0, expected 3.0']}
+    lines = host_report(HOST_PLAN, verdict, 'gpu-node', 100, 'pve1', {}, {})
+    assert lines == ['Rolled back gpu_p2p_clique on VM 100: the all-reduce returned wrong sums',
+                     'first: element 0 on rank 0, got 1.0, expected 3.0']
+    assert not any(line.startswith('Kept') for line in lines)

@@ -1,0 +1,24 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, inferops.serving maintainers
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, restart_switches
+
+
+def vm_restart_switches(vm, hostvars, vm_host=''):
+    try:
+        return restart_switches(vm, hostvars[vm], vm_host or '', hostvars[vm_host] if vm_host and vm_host in hostvars else {})
+    except VmRestartError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            'vm_restart_switches': vm_restart_switches,
+        }
