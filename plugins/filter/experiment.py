@@ -25,12 +25,12 @@ from ansible_collections.inferops.serving.plugins.module_utils._campaign import 
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
     compare as _answers_compare,
-    summary as _answers_summary,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import untouched_layers
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
+    host_check_runtime,
     host_decide,
     host_plan,
     host_report,
@@ -132,6 +132,10 @@ def host_experiment_decision(check, topology, evidence=None, error=None):
     return host_decide(check, topology, evidence=evidence, error=error)
 
 
+def host_experiment_runtime(python, installation=None, latest_deploy=None, service_user='', service_group=''):
+    return host_check_runtime(python or '', installation, latest_deploy, service_user or '', service_group or '')
+
+
 def host_experiment_report(planned, verdict, node, vmid, vm_host, topology_before=None, topology_now=None):
     return host_report(planned, verdict, node, vmid, vm_host, topology_before, topology_now)
 
@@ -143,10 +147,6 @@ def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob
                                 baseline_versions, candidate_versions)
     except CorrectnessError as exc:
         raise AnsibleFilterError(str(exc))
-
-
-def answers_summary(lock):
-    return _answers_summary(lock)
 
 
 def campaign_plan(campaigns, name, experiments):
@@ -186,8 +186,8 @@ class FilterModule(object):
             'host_experiment_plan': host_experiment_plan,
             'host_experiment_decision': host_experiment_decision,
             'host_experiment_report': host_experiment_report,
+            'host_experiment_runtime': host_experiment_runtime,
             'answers_compare': answers_compare,
-            'answers_summary': answers_summary,
             'campaign_plan': campaign_plan,
             'campaign_row': campaign_row,
             'campaign_table': campaign_table,

@@ -21,6 +21,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
 )
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
+    drain_left,
     requests_in_flight,
 )
 
@@ -30,6 +31,10 @@ def sglang_requests_in_flight(metrics_text):
         return requests_in_flight(metrics_text)
     except SglangRouterWorkersError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def sglang_drain_left(in_flight, timeout, metrics=None, failed_msg=''):
+    return drain_left(in_flight, timeout, metrics, failed_msg or '')
 
 
 def fleet_replica(host, replica_group, groups, init_address, init_port, hostvars=None):
@@ -81,6 +86,7 @@ def fleet_plan_summary(plan):
 class FilterModule(object):
     def filters(self):
         return {
+            'sglang_drain_left': sglang_drain_left,
             'sglang_requests_in_flight': sglang_requests_in_flight,
             'fleet_replica': fleet_replica,
             'fleet_router': fleet_router,

@@ -13,10 +13,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._pip_pins import 
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_packages import forwarded_key_errors
 
 
-def serial_errors(value, name='serving_deploy_serial'):
-    return serial(name, value)
-
-
 def checked_serial(value, name='serving_deploy_serial'):
     problems = serial(name, value)
     if problems:
@@ -45,7 +41,6 @@ def packages_to_look_up(pip_list, versions, packages):
 class FilterModule(object):
     def filters(self):
         return {
-            'serial_errors': serial_errors,
             'missing_versions': missing_versions,
             'checked_serial': checked_serial,
             'packages_to_look_up': packages_to_look_up,

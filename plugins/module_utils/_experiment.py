@@ -430,3 +430,21 @@ def host_report(planned, verdict, node, vmid, vm_host, topology_before=None, top
                % (now.get('recommended_sglang_args'), before.get('recommended_sglang_args'), now.get('recommended_env')),
                'The inventory still holds the baseline: set %s on %s to keep it, or a run of the proxmox_gpu_vm role reverts it.'
                % (json.dumps(planned['vars']), node)])
+
+
+def host_check_runtime(python='', installation=None, latest_deploy=None, service_user='', service_group=''):
+    """Who runs a host experiment's all-reduce check and owns the history it writes: ``python`` when
+    given (serving_host_experiment_python), else the venv the sglang role published in this play
+    (``installation``), else the server's Python that the node's latest deploy recorded
+    (``latest_deploy``); empty when there is none. The owner and group are the installation's
+    service user and group, else ``service_user`` and ``service_group`` (the role variables)."""
+    installation = installation or {}
+    if python:
+        chosen = python
+    elif installation.get('venv_path'):
+        chosen = installation['venv_path'] + '/bin/python'
+    else:
+        chosen = ((latest_deploy or {}).get('server') or {}).get('python') or ''
+    return {'python': chosen,
+            'owner': installation.get('service_user') or ('' if installation else service_user or ''),
+            'group': installation.get('service_group') or ('' if installation else service_group or '')}

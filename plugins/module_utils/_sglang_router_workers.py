@@ -184,3 +184,17 @@ def requests_in_flight(metrics_text):
             'the server\'s /metrics has no sglang:num_running_reqs gauge; start SGLang with --enable-metrics '
             '(sglang_server_args: {enable-metrics: true}) so that a drain can see its requests finish')
     return {'running': int(totals['num_running_reqs']), 'queued': int(totals.get('num_queue_reqs', 0))}
+
+
+def drain_left(in_flight, timeout, metrics=None, failed_msg=''):
+    """What a drain that did not end left, in words: requests still running and queued at the bound
+    (``in_flight``, as requests_in_flight read it), else a ``/metrics`` that did not answer
+    (``metrics``: the last read's result, none or skipped when there was none), else what failed
+    (``failed_msg``: taking the node out of the router, say)."""
+    if in_flight is not None:
+        return 'it is out of the router, but %s requests are still running and %s queued after %s s' % (
+            in_flight['running'], in_flight['queued'], timeout)
+    if metrics and not metrics.get('skipped'):
+        return 'its /metrics did not answer within %s s: %s' % (
+            timeout, metrics['msg'] if 'msg' in metrics else 'status %s' % metrics.get('status', 'none'))
+    return failed_msg or 'the drain failed'

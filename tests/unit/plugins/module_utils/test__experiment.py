@@ -8,6 +8,7 @@ import pytest
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
     decide,
+    host_check_runtime,
     host_report,
     merge,
     plan,
@@ -198,3 +199,25 @@ def test_a_rolled_back_host_experiment_says_why_with_its_evidence_and_never_that
     assert lines == ['Rolled back gpu_p2p_clique on VM 100: the all-reduce returned wrong sums',
                      'first: element 0 on rank 0, got 1.0, expected 3.0']
     assert not any(line.startswith('Kept') for line in lines)
+
+
+INSTALLATION = {'venv_path': '/opt/sglang/venvs/0.5.9-1a2b3c4d', 'service_user': 'sglang', 'service_group': 'sglang'}
+LATEST_DEPLOY = {'server': {'python': '/opt/sglang/venvs/0.5.9-0f0f0f0f/bin/python'}}
+
+
+@pytest.mark.parametrize('python, installation, latest, chosen', [
+    ('/usr/local/torch/bin/python', INSTALLATION, LATEST_DEPLOY, '/usr/local/torch/bin/python'),
+    ('', INSTALLATION, LATEST_DEPLOY, '/opt/sglang/venvs/0.5.9-1a2b3c4d/bin/python'),
+    ('', None, LATEST_DEPLOY, '/opt/sglang/venvs/0.5.9-0f0f0f0f/bin/python'),
+    ('', None, None, ''),
+    ('', None, {'server': {}}, ''),
+])
+def test_the_check_runs_with_the_python_asked_for_else_this_plays_venv_else_the_last_deploys(python, installation, latest, chosen):
+    assert host_check_runtime(python, installation, latest, 'svc', 'svcgroup')['python'] == chosen
+
+
+def test_the_history_belongs_to_the_installations_service_user_else_the_role_variables():
+    assert host_check_runtime('', INSTALLATION, None, 'svc', 'svcgroup') == {
+        'python': '/opt/sglang/venvs/0.5.9-1a2b3c4d/bin/python', 'owner': 'sglang', 'group': 'sglang'}
+    assert host_check_runtime('', None, LATEST_DEPLOY, 'svc', 'svcgroup')['owner'] == 'svc'
+    assert host_check_runtime('', None, LATEST_DEPLOY, '', '')['group'] == ''

@@ -18,6 +18,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_wo
     parse_workers,
     plan,
     requests_in_flight,
+    drain_left,
 )
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'sglang_router', '0.3.2')
@@ -165,3 +166,18 @@ def test_the_membership_follows_every_join_and_leave():
     assert members_after(joined, 'http://10.0.0.12:8000', 'absent') == {
         'workers': {'http://10.0.0.11:8000': {'api_key': None}}}
     assert members_after({}, 'http://10.0.0.13:8000', 'absent') == {'workers': {}}
+
+
+@pytest.mark.parametrize('in_flight, metrics, failed, words', [
+    ({'running': 1, 'queued': 0}, {'status': 200, 'msg': 'OK'}, '',
+     'it is out of the router, but 1 requests are still running and 0 queued after 15 s'),
+    (None, {'status': -1, 'msg': 'Status code was -1 and not [200]: Request failed: <urlopen error timed out>'}, '',
+     'its /metrics did not answer within 15 s: Status code was -1 and not [200]: Request failed: <urlopen error timed out>'),
+    (None, {'status': 503}, '', 'its /metrics did not answer within 15 s: status 503'),
+    # Taking the node out of the router failed: no read of /metrics was made.
+    (None, {'skipped': True}, 'the router did not answer', 'the router did not answer'),
+    (None, None, 'the router did not answer', 'the router did not answer'),
+    (None, None, '', 'the drain failed'),
+])
+def test_a_drain_that_did_not_end_says_what_it_left(in_flight, metrics, failed, words):
+    assert drain_left(in_flight, 15, metrics, failed) == words
