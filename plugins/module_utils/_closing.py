@@ -13,6 +13,15 @@ __metaclass__ = type
 import re
 
 
+# Said after what the node serves, when a failed run took it out of a router it stays out of.
+STAYS_OUT_OF_ROUTER = 'It stays out of the router until a deploy of it succeeds.'
+
+
+def _stopped_reason(failure):
+    """A stop's reason: the failed task's name, then its message (the message alone without a name)."""
+    return '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg']
+
+
 def experiment(name, node, unit, planned=None, decision=None, failure=None):
     """An experiment that was refused, stopped (``failure``: the failed task's ``task`` and ``msg``)
     or rolled back (``decision`` with verdict ``rolled_back``); None when it was kept or inconclusive."""
@@ -70,7 +79,7 @@ def campaign(name, node, failure, locked=False):
         }
     return {
         'what': 'Campaign %s stopped' % name,
-        'reason': '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg'],
+        'reason': _stopped_reason(failure),
         'change': ('what the message says, then run the campaign again; deploy.yml -l %s puts back the baseline of the'
                    ' inventory' % node),
         'serving': '',
@@ -105,11 +114,11 @@ def host_experiment(name, vmid, vm_host, verdict=None, failure=None, locked=Fals
         }
     return {
         'what': what,
-        'reason': '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg'],
+        'reason': _stopped_reason(failure),
         'change': ("what the message says; playbooks/proxmox_gpu_vm.yml -e proxmox_gpu_vm_reboot=true puts the"
                    " inventory's passthrough back on the host and restarts the VM on it"),
         'serving': '', 'restarted_by': '',
-        'also': 'It stays out of the router until a deploy of it succeeds.' if out_of_router else '',
+        'also': STAYS_OUT_OF_ROUTER if out_of_router else '',
     }
 
 
@@ -153,9 +162,9 @@ def deploy(failure, release_set, out_of_router=False):
     refused = bool(failure.get('arguments_refused'))
     return {
         'what': '%s (release set %s)' % ('Deploy refused' if refused else 'Deploy stopped', release_set),
-        'reason': '%s%s' % ('' if refused or not failure.get('task') else '%s: ' % failure['task'], failure['msg']),
+        'reason': failure['msg'] if refused else _stopped_reason(failure),
         'change': '%s, then run deploy.yml again' % (
             'change or remove these server arguments in sglang_server_args or sglang_server_extra_args, or deploy a'
             ' release set whose SGLang accepts them (sglang_release_set)' if refused else 'what the message says'),
-        'also': 'It stays out of the router until a deploy of it succeeds.' if out_of_router else '',
+        'also': STAYS_OUT_OF_ROUTER if out_of_router else '',
     }
