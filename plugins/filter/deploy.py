@@ -6,7 +6,8 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy as _deploy_closing
-from ansible_collections.inferops.serving.plugins.module_utils._closing import serving_now as _serving_now
+from ansible_collections.inferops.serving.plugins.module_utils._closing import message as _closing_message
+from ansible_collections.inferops.serving.plugins.module_utils._closing import plan as _plan_closing
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_summary import summary
 
 
@@ -14,8 +15,12 @@ def deploy_closing(failure, release_set, out_of_router=False):
     return _deploy_closing(failure, release_set, out_of_router)
 
 
-def closing_serving_now(before, unit, after='', restarted_by=''):
-    return _serving_now(unit, before, after or '', restarted_by or '')
+def closing_message(closing, node, unit, before=None, after=''):
+    return _closing_message(closing, node, unit, before, after or '')
+
+
+def plan_closing(node, reason=None, arguments_refused=False, failed_nodes=()):
+    return _plan_closing(node, reason, bool(arguments_refused), list(failed_nodes or ()))
 
 
 def deploy_summary(installation, deployment, topology, node, history_path, reports_dir, address=None):
@@ -25,7 +30,8 @@ def deploy_summary(installation, deployment, topology, node, history_path, repor
 class FilterModule(object):
     def filters(self):
         return {
-            'closing_serving_now': closing_serving_now,
+            'closing_message': closing_message,
             'deploy_closing': deploy_closing,
             'deploy_summary': deploy_summary,
+            'plan_closing': plan_closing,
         }

@@ -136,6 +136,14 @@ def host_experiment_runtime(python, installation=None, latest_deploy=None, servi
     return host_check_runtime(python or '', installation, latest_deploy, service_user or '', service_group or '')
 
 
+def host_experiment_record(planned, verdict, vm_host, vmid, before=None, after=None):
+    return _trial.host_outcome_record(planned, verdict, vm_host, vmid, before, after)
+
+
+def host_experiment_rollback_record(planned, verdict, vm_host, vmid, started, now):
+    return _trial.host_rollback_record(planned, verdict, vm_host, vmid, started, now)
+
+
 def host_experiment_report(planned, verdict, node, vmid, vm_host, topology_before=None, topology_now=None):
     return host_report(planned, verdict, node, vmid, vm_host, topology_before, topology_now)
 
@@ -185,7 +193,9 @@ class FilterModule(object):
             'trial_report': trial_report,
             'host_experiment_plan': host_experiment_plan,
             'host_experiment_decision': host_experiment_decision,
+            'host_experiment_record': host_experiment_record,
             'host_experiment_report': host_experiment_report,
+            'host_experiment_rollback_record': host_experiment_rollback_record,
             'host_experiment_runtime': host_experiment_runtime,
             'answers_compare': answers_compare,
             'campaign_plan': campaign_plan,

@@ -7,7 +7,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, restart_switches
+from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, passthrough_settings, restart_switches
+
+
+def vm_passthrough_settings(overlay, vm_vars, host_vars):
+    return passthrough_settings(overlay or {}, vm_vars or {}, host_vars or {})
 
 
 def vm_restart_switches(vm, hostvars, vm_host=''):
@@ -20,5 +24,6 @@ def vm_restart_switches(vm, hostvars, vm_host=''):
 class FilterModule(object):
     def filters(self):
         return {
+            'vm_passthrough_settings': vm_passthrough_settings,
             'vm_restart_switches': vm_restart_switches,
         }

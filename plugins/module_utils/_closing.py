@@ -4,7 +4,7 @@
 
 Each run's function returns the parts the serving role's closing step says (``what``, ``reason``,
 ``change``, and ``serving`` where the run knows it in words; otherwise the step reads what the node
-serves, with serving_now), or None when the run has nothing to close.
+serves, with serving_now), or None when the run has nothing to close; ``message`` says them as one line.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -45,7 +45,7 @@ def experiment(name, node, unit, planned=None, decision=None, failure=None):
         }
     return {
         'what': 'Experiment %s stopped' % name,
-        'reason': '%s: %s' % (failure['task'], failure['msg']),
+        'reason': _stopped_reason(failure),
         'change': 'what the message says, then run the experiment again',
         'serving': ('This run could not verify that the node serves as before: check it (journalctl -u %s), and '
                     'run deploy.yml -l %s to put the baseline back.' % (unit, node)),
@@ -120,6 +120,52 @@ def host_experiment(name, vmid, vm_host, verdict=None, failure=None, locked=Fals
         'serving': '', 'restarted_by': '',
         'also': STAYS_OUT_OF_ROUTER if out_of_router else '',
     }
+
+
+def plan(node, reason=None, arguments_refused=False, failed_nodes=()):
+    """A deploy's plan that failed on this node (``reason``; ``arguments_refused``: the installed SGLang
+    refused the server arguments), or on ``failed_nodes`` when this one planned: every node plans before
+    any changes, so nothing changed anywhere."""
+    if reason is None:
+        failed = ', '.join(failed_nodes)
+        return {
+            'what': 'Deploy stopped before anything changed',
+            'reason': 'the plan failed on %s, and every node plans before any changes' % failed,
+            'change': 'what the message of %s says' % failed,
+            'serving': 'Nothing was changed on %s or any other node; each serves as it did before this run.' % node,
+        }
+    return {
+        'what': 'Deploy refused before anything changed',
+        'reason': reason,
+        'change': '%s, then run deploy.yml again' % (
+            'change or remove these server arguments in sglang_server_args or sglang_server_extra_args'
+            if arguments_refused else 'the input the message names'),
+        'serving': 'Nothing was changed on any node; each serves as it did before this run.',
+    }
+
+
+# Ansible's frame around a filter's refusal: the refusal alone is the reason.
+_FILTER_FRAME = re.compile(r"Task failed: .*The filter plugin '[^']+' failed: ")
+_FULL_STOP = re.compile(r'[.]\s*$')
+
+
+def one_line(reason):
+    """``reason`` on one line, without its full stop: a list of refused arguments ("a:\\n - why") becomes
+    "a: why; b: why", and a filter's refusal loses the frame Ansible puts around it."""
+    text = re.sub(r':\s*\n\s*-\s+', ': ', str(reason))
+    text = re.sub(r'\s*\n\s*-\s+', '; ', text)
+    text = re.sub(r'\s*\n\s*', ' ', text)
+    return _FULL_STOP.sub('', _FILTER_FRAME.sub('', text))
+
+
+def message(closing, node, unit, before=None, after=''):
+    """The closing message of ``closing`` (one of the functions above) on ``node``: what, where, why,
+    what to change, then what the node serves (``serving``, else serving_now of the reads of ``unit``
+    before and after) and ``also``."""
+    serving = closing.get('serving') or serving_now(unit, before, after or '', closing.get('restarted_by') or '')
+    text = '%s on %s: %s. What to change: %s. %s' % (
+        closing['what'], node, one_line(closing['reason']), _FULL_STOP.sub('', closing['change']), serving)
+    return '%s %s' % (text, closing['also']) if closing.get('also') else text
 
 
 def _unit_property(show, name):

@@ -77,6 +77,43 @@ def rollback_record(planned, decision, error, fingerprint, restore, candidate_do
     }
 
 
+def _check_results(registered):
+    """The per-rank results of a registered nccl_allreduce_check (empty when it did not run)."""
+    facts = (registered or {}).get('ansible_facts') or {}
+    return (facts.get('nccl_allreduce_check') or {}).get('results') or []
+
+
+def host_outcome_record(planned, verdict, vm_host, vmid, before=None, after=None):
+    """The history's ``experiment`` record of a host experiment (``host_decide``'s ``verdict``) on VM
+    ``vmid`` of ``vm_host``, with the all-reduce check's results before and after the change (the
+    registered checks; after is absent when a step before it failed)."""
+    return {
+        'experiment': planned['name'],
+        'outcome': 'kept' if verdict['keep'] else 'rolled_back',
+        'layer': 'host',
+        'host': vm_host,
+        'vmid': int(vmid),
+        'message': verdict['reason'],
+        'evidence': verdict['evidence'],
+        'allreduce_before': _check_results(before),
+        'allreduce_after': _check_results(after),
+    }
+
+
+def host_rollback_record(planned, verdict, vm_host, vmid, started, now):
+    """The history's ``rollback`` record of a host experiment: the inventory's passthrough back on the
+    host, with the time from the verdict (``started``) to the guest answering again on it."""
+    return {
+        'experiment': planned['name'],
+        'reason': 'wrong_or_no_p2p',
+        'message': verdict['reason'],
+        'evidence': verdict['evidence'],
+        'host': vm_host,
+        'vmid': int(vmid),
+        'recovery_s': round(float(now) - float(started), 1),
+    }
+
+
 def report(planned, decision, node):
     """What the run says of an experiment that stays or was inconclusive; None for a rollback,
     whose closing message says it (``_closing.experiment``)."""

@@ -1,9 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, inferops.serving maintainers
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Whether a GPU VM on Proxmox VE is to be restarted from its own side (the serving role's entry
-point vm_restart): the two switches of role inferops.serving.proxmox_gpu_vm, as the VM sets them,
-else as its Proxmox host does.
+"""A GPU VM on Proxmox VE seen from its own side (the serving role's entry points vm_restart and
+host_experiment): whether it is to be restarted, and the settings of role inferops.serving.proxmox_gpu_vm
+its host applies to it.
+
+Whether it is to be restarted: the two switches of role inferops.serving.proxmox_gpu_vm, as the VM
+sets them, else as its Proxmox host does.
 
 An operator sets a switch on the command line (``-e proxmox_gpu_vm_reboot=true``, which every host
 sees), on the VM, or on its host for all of its VMs. A value that is not a boolean is refused with
@@ -15,6 +18,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.serving.plugins.module_utils._argument_types import convert
+from ansible_collections.inferops.serving.plugins.module_utils._experiment import HOST_OVERLAY_VARIABLES
 
 # Switch -> the key of the answer.
 SWITCHES = (('proxmox_gpu_vm_reboot', 'reboot'), ('proxmox_gpu_vm_power_cycle', 'power_cycle'))
@@ -46,3 +50,23 @@ def restart_switches(vm, vm_vars, host, host_vars):
     if problems:
         raise VmRestartError(' '.join(problems))
     return answer
+
+
+# The host's own settings for all of its VMs, with role inferops.serving.proxmox_gpu_vm's defaults.
+HOST_WIDE_DEFAULTS = (
+    ('proxmox_gpu_vm_sysfs_root', '/sys'),
+    ('proxmox_gpu_vm_qm', 'qm'),
+    ('proxmox_gpu_vm_machine', 'q35'),
+    ('proxmox_gpu_vm_cpu', 'host'),
+    ('proxmox_gpu_vm_shutdown_timeout', 180),
+)
+
+
+def passthrough_settings(overlay, vm_vars, host_vars):
+    """The settings the VM's host applies to it: each per-VM passthrough setting (clique, NUMA, huge
+    pages) from OVERLAY (a host experiment's; empty: none) where it sets it, else from the VM's
+    variables VM_VARS (None where unset); the host-wide ones from its host's variables HOST_VARS,
+    else the role's defaults. A host-wide setting on the VM is not the host's and is not read."""
+    settings = dict((name, overlay[name] if name in overlay else vm_vars.get(name)) for name in HOST_OVERLAY_VARIABLES)
+    settings.update((name, host_vars.get(name, default)) for name, default in HOST_WIDE_DEFAULTS)
+    return settings

@@ -7,7 +7,9 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._closing import campaign, deploy, experiment, hold_back, host_experiment, serving_now
+from ansible_collections.inferops.serving.plugins.module_utils._closing import (
+    STAYS_OUT_OF_ROUTER, campaign, deploy, experiment, hold_back, host_experiment, message, one_line, plan, serving_now,
+)
 
 PLAN = {'name': 'nccl_min_nchannels_16', 'refused': False,
         'restore': {'sglang_server_extra_env': {}, 'sglang_server_extra_args': {}}}
@@ -189,3 +191,68 @@ def test_a_held_back_node_without_a_router_or_advice_falls_back_to_the_gate():
     assert closing['reason'] == 'GPU health gate: GPU 0 is lost.'
     assert closing['change'] == 'what the GPU health gate says'
     assert closing['also'] == 'the other nodes are deployed without it.'
+
+
+# As plugins/modules/sglang_server_args.py refuses arguments, and as ansible-core 2.19 frames a filter's refusal.
+REFUSED_ARGUMENTS = ('The SGLang 0.5.23 installed here does not accept these server arguments:\n'
+                     '- dsa-decode-backend: invalid choice: no-such-backend\n- tp-size: 0 is not a positive int.')
+FILTER_REFUSAL = ("Task failed: Finalization of task args for 'ansible.builtin.set_fact' failed: Error while resolving"
+                  " value for '__serving_plan': The filter plugin 'inferops.serving.experiment_plan' failed: unknown"
+                  " experiment 'no_such'; known: allreduce_fusion.")
+
+
+@pytest.mark.parametrize('reason, line', [
+    (REFUSED_ARGUMENTS, 'The SGLang 0.5.23 installed here does not accept these server arguments: dsa-decode-backend: '
+                        'invalid choice: no-such-backend; tp-size: 0 is not a positive int'),
+    (FILTER_REFUSAL, "unknown experiment 'no_such'; known: allreduce_fusion"),
+    ('the server did not answer\n  within 600 s.  ', 'the server did not answer within 600 s'),
+    (['a list', 'said as it is'], "['a list', 'said as it is']"),
+])
+def test_a_reason_is_said_on_one_line_without_its_full_stop_or_ansibles_frame(reason, line):
+    assert one_line(reason) == line
+
+
+def test_a_refused_deploy_says_what_when_why_what_to_change_and_what_the_node_serves_in_one_line():
+    closing = deploy({'task': 'Check the server arguments', 'msg': REFUSED_ARGUMENTS, 'arguments_refused': True},
+                     '0.5.23', out_of_router=True)
+    said = message(closing, 'gpu-1', 'sglang.service', RUNNING, RUNNING)
+    assert said == (
+        'Deploy refused (release set 0.5.23) on gpu-1: The SGLang 0.5.23 installed here does not accept these server'
+        ' arguments: dsa-decode-backend: invalid choice: no-such-backend; tp-size: 0 is not a positive int. What to'
+        ' change: change or remove these server arguments in sglang_server_args or sglang_server_extra_args, or deploy'
+        ' a release set whose SGLang accepts them (sglang_release_set), then run deploy.yml again. The node serves as'
+        ' before: sglang.service still runs the same process (PID 4242) on the same command line. ' + STAYS_OUT_OF_ROUTER)
+    assert '\n' not in said
+
+
+def test_what_the_caller_knows_the_node_serves_is_said_without_reading_the_unit():
+    closing = plan('gpu-1', 'serving_port: 70000 is not a port.')
+    said = message(closing, 'gpu-1', 'sglang.service', None, '')
+    assert said.endswith('What to change: the input the message names, then run deploy.yml again. Nothing was changed'
+                         ' on any node; each serves as it did before this run.'), said
+
+
+def test_a_vm_restart_the_closing_names_informs_what_the_node_serves():
+    closing = host_experiment('p2p', 101, 'pve1', {'keep': False, 'reason': 'no P2P', 'evidence': []}, locked=True)
+    said = message(closing, 'gpu-1', 'sglang.service', BEFORE_REBOOT, REBOOTED)
+    assert said.endswith('restarted by the restart of its VM.'), said
+    assert message(closing, 'gpu-1', 'sglang.service', BEFORE_REBOOT, STOPPED).endswith('(journalctl -u sglang.service).')
+
+
+@pytest.mark.parametrize('refused, change', [
+    (True, 'change or remove these server arguments in sglang_server_args or sglang_server_extra_args, then run '
+           'deploy.yml again'),
+    (False, 'the input the message names, then run deploy.yml again'),
+])
+def test_a_plan_refused_on_this_node_changed_nothing_anywhere(refused, change):
+    assert plan('gpu-1', 'why', refused) == {
+        'what': 'Deploy refused before anything changed', 'reason': 'why', 'change': change,
+        'serving': 'Nothing was changed on any node; each serves as it did before this run.'}
+
+
+def test_a_plan_that_failed_on_other_nodes_names_them():
+    assert plan('gpu-1', failed_nodes=['gpu-2', 'gpu-3']) == {
+        'what': 'Deploy stopped before anything changed',
+        'reason': 'the plan failed on gpu-2, gpu-3, and every node plans before any changes',
+        'change': 'what the message of gpu-2, gpu-3 says',
+        'serving': 'Nothing was changed on gpu-1 or any other node; each serves as it did before this run.'}

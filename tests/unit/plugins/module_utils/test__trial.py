@@ -11,6 +11,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._correctness impo
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import decide
 from ansible_collections.inferops.serving.plugins.module_utils._trial import (
     baseline,
+    host_outcome_record,
+    host_rollback_record,
     outcome_record,
     report,
     restores_by_files,
@@ -107,3 +109,34 @@ def test_an_inconclusive_experiment_says_what_stays(inconclusive, stays):
 def test_a_rollback_and_check_mode_report_nothing_here():
     assert report(PLAN, decide(BASELINE, SLOWER, 0.1, True), 'gpu-node') is None
     assert report(PLAN, None, 'gpu-node') is None
+
+
+HOST_PLAN = {'name': 'p2p_clique', 'description': '', 'vars': {'proxmox_gpu_vm_clique': 'pve-clique-0'}}
+RANKS_OK = [{'rank': 0, 'ok': True}, {'rank': 1, 'ok': True}]
+RANKS_WRONG = [{'rank': 0, 'ok': False}, {'rank': 1, 'ok': True}]
+
+
+def _check(results):
+    # As inferops.serving.nccl_allreduce_check registers its result.
+    return {'changed': False, 'ansible_facts': {'nccl_allreduce_check': {'ok': True, 'results': results}}, 'evidence': []}
+
+
+@pytest.mark.parametrize('keep, outcome', [(True, 'kept'), (False, 'rolled_back')])
+def test_a_host_experiments_record_holds_its_verdict_its_vm_and_both_checks(keep, outcome):
+    verdict = {'keep': keep, 'reason': 'why', 'evidence': ['line']}
+    record = host_outcome_record(HOST_PLAN, verdict, 'pve1', '101', _check(RANKS_OK), _check(RANKS_WRONG))
+    assert record == {'experiment': 'p2p_clique', 'outcome': outcome, 'layer': 'host', 'host': 'pve1', 'vmid': 101,
+                      'message': 'why', 'evidence': ['line'], 'allreduce_before': RANKS_OK, 'allreduce_after': RANKS_WRONG}
+
+
+def test_a_host_experiment_stopped_before_its_second_check_records_none_after_it():
+    verdict = {'keep': False, 'reason': 'Restart the VM failed: timeout', 'evidence': []}
+    record = host_outcome_record(HOST_PLAN, verdict, 'pve1', 101, _check(RANKS_OK), None)
+    assert record['allreduce_before'] == RANKS_OK and record['allreduce_after'] == []
+
+
+def test_a_host_rollback_records_why_and_the_time_until_the_guest_answered_again():
+    verdict = {'keep': False, 'reason': 'P2P is not present on every pair', 'evidence': ['driver P2P read matrix: []']}
+    assert host_rollback_record(HOST_PLAN, verdict, 'pve1', 101, '1000.0', 1042.26) == {
+        'experiment': 'p2p_clique', 'reason': 'wrong_or_no_p2p', 'message': 'P2P is not present on every pair',
+        'evidence': ['driver P2P read matrix: []'], 'host': 'pve1', 'vmid': 101, 'recovery_s': 42.3}

@@ -6,7 +6,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, restart_switches
+from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, passthrough_settings, restart_switches
 
 
 def test_a_vm_and_host_that_set_nothing_restart_nothing():
@@ -54,3 +54,23 @@ def test_both_wrong_switches_are_named_at_once():
     with pytest.raises(VmRestartError) as refused:
         restart_switches('gpu-node', {'proxmox_gpu_vm_reboot': 'maybe'}, 'pve1', {'proxmox_gpu_vm_power_cycle': 'soon'})
     assert 'proxmox_gpu_vm_reboot' in str(refused.value) and 'proxmox_gpu_vm_power_cycle' in str(refused.value)
+
+
+HOST_VARS = {'proxmox_gpu_vm_qm': '/opt/lab/qm', 'proxmox_gpu_vm_sysfs_root': '/srv/host-sysfs', 'proxmox_gpu_vm_shutdown_timeout': 60}
+VM_VARS = {'proxmox_gpu_vm_clique': None, 'proxmox_gpu_vm_numa': True,
+           # A host-wide setting on the VM is not its host's: never read.
+           'proxmox_gpu_vm_qm': '/usr/bin/wrong-qm'}
+
+
+def test_the_vm_gets_its_own_passthrough_and_its_hosts_settings_else_the_roles_defaults():
+    assert passthrough_settings({}, VM_VARS, HOST_VARS) == {
+        'proxmox_gpu_vm_clique': None, 'proxmox_gpu_vm_numa': True, 'proxmox_gpu_vm_hugepages': None,
+        'proxmox_gpu_vm_sysfs_root': '/srv/host-sysfs', 'proxmox_gpu_vm_qm': '/opt/lab/qm',
+        'proxmox_gpu_vm_machine': 'q35', 'proxmox_gpu_vm_cpu': 'host', 'proxmox_gpu_vm_shutdown_timeout': 60}
+
+
+def test_a_host_experiments_overlay_wins_over_the_vms_inventory_also_when_it_sets_none():
+    settings = passthrough_settings({'proxmox_gpu_vm_clique': 'pve-clique-0', 'proxmox_gpu_vm_numa': None}, VM_VARS, {})
+    assert settings['proxmox_gpu_vm_clique'] == 'pve-clique-0'
+    assert settings['proxmox_gpu_vm_numa'] is None
+    assert settings['proxmox_gpu_vm_qm'] == 'qm' and settings['proxmox_gpu_vm_shutdown_timeout'] == 180
