@@ -11,6 +11,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deployment impor
     DeploymentError,
     fingerprint,
     patch_state,
+    record,
     tensor_parallel_size,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._server_arguments.layers import (
@@ -22,6 +23,13 @@ from ansible_collections.inferops.serving.plugins.module_utils._server_arguments
 def deployment_fingerprint(stack, server):
     try:
         return fingerprint(stack, server)
+    except DeploymentError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def deployment_record(stack, server, experiment=None):
+    try:
+        return record(stack, server, experiment)
     except DeploymentError as exc:
         raise AnsibleFilterError(str(exc))
 
@@ -44,6 +52,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'deployment_fingerprint': deployment_fingerprint,
+            'deployment_record': deployment_record,
             'tp_size': tp_size,
             'server_port': server_port,
             'patch_state_on_disk': patch_state,

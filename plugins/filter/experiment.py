@@ -25,6 +25,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._campaign import 
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
     compare as _answers_compare,
+    line as _answers_line,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import untouched_layers
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
@@ -148,6 +149,10 @@ def host_experiment_report(planned, verdict, node, vmid, vm_host, topology_befor
     return host_report(planned, verdict, node, vmid, vm_host, topology_before, topology_now)
 
 
+def answers_line(lock, min_agreement):
+    return _answers_line(lock, min_agreement)
+
+
 def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0,
                     baseline_versions=None, candidate_versions=None):
     try:
@@ -198,6 +203,7 @@ class FilterModule(object):
             'host_experiment_rollback_record': host_experiment_rollback_record,
             'host_experiment_runtime': host_experiment_runtime,
             'answers_compare': answers_compare,
+            'answers_line': answers_line,
             'campaign_plan': campaign_plan,
             'campaign_row': campaign_row,
             'campaign_table': campaign_table,

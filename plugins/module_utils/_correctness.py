@@ -204,6 +204,15 @@ def _where(rows):
                diff['experiment']['before'], diff['experiment']['from'], len(parted), len(rows)))
 
 
+def line(lock, min_agreement):
+    """What a run shows of a comparison: both figures, the bound on agreement, and why it failed."""
+    divergence = lock.get('max_logprob_divergence')
+    return 'Correctness lock: token agreement %s%% (at least %s%%), log-probability divergence %s%s' % (
+        round(lock['agreement'] * 100, 1), round(float(min_agreement) * 100, 1),
+        'n/a (the server returned none)' if divergence is None else divergence,
+        '' if lock.get('ok') else ' - %s' % lock.get('message'))
+
+
 def summary(lock):
     """What the history keeps of a comparison: the figures and where answers first parted."""
     if not lock:

@@ -67,6 +67,38 @@ def fingerprint(stack, server):
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
+def record(stack, server, experiment=None):
+    """The history's ``deploy`` record of a healthy converge of ``stack`` (sglang_installation) and
+    ``server`` (sglang_server_deployment): its fingerprint, the experiment under test (None: the
+    inventory's baseline), where the server answers and what it runs (what the plays that do not
+    converge, and a rollback to this deploy, read), and the installation it runs from."""
+    try:
+        return {
+            'fingerprint': fingerprint(stack, server),
+            'experiment': experiment,
+            'server': {
+                'url': server['url'],
+                'model': server['model'],
+                'model_path': server['model_path'],
+                'revision': server['revision'],
+                'module': server['module'],
+                # The endpoint that means ready on this release: what a rollback to this deploy waits for.
+                'ready_path': server['ready_path'],
+                'args': server['args'],
+                'from_topology': server['from_topology'],
+                'env': server['environment'],
+                'python': server['python'],
+            },
+            'release_set': stack['release_set']['name'],
+            'venv': stack['venv_path'],
+            'versions': stack['versions'],
+            'patches': stack['patches'],
+            'sm120_allreduce_fusion_patch': stack['patches']['sm120_allreduce_fusion']['state'] == 'present',
+        }
+    except KeyError as exc:
+        raise DeploymentError('cannot record the deployment: the published facts lack %s' % exc)
+
+
 def patch_state(result):
     """Each patched file's state after an anchored_patch run, path -> pristine|patched|drifted|missing.
 

@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
     compare,
+    line,
     parse_answer,
     request_body,
     summary,
@@ -205,3 +206,18 @@ def test_a_difference_on_one_release_says_nothing_of_releases():
     base = parse_answer(release_fixture('0.5.9')['response'])
     result = compare(PROMPTS[:1], [base], [_read_differently(base)], baseline_versions=V059, candidate_versions=V059)
     assert not result['ok'] and result['release_change'] is None and 'releases' not in result['message']
+
+
+def test_the_line_a_run_shows_gives_both_figures_and_the_bound():
+    lock = compare(PROMPTS, _answers(RIGHT), _answers(RIGHT), min_agreement=0.9, max_logprob_divergence=1.0)
+    assert line(lock, '0.9') == ('Correctness lock: token agreement 100.0% (at least 90.0%), log-probability'
+                                 ' divergence ' + str(lock['max_logprob_divergence']))
+
+
+def test_the_line_of_a_failed_lock_says_why_and_a_missing_divergence_says_so():
+    lock = compare(PROMPTS, _answers(RIGHT), _answers(WRONG), min_agreement=0.95, max_logprob_divergence=1.0)
+    said = line(dict(lock, max_logprob_divergence=None), 0.95)
+    assert said.startswith('Correctness lock: token agreement %s%% (at least 95.0%%), log-probability divergence n/a'
+                           ' (the server returned none) - ' % round(lock['agreement'] * 100, 1)), said
+    assert said.endswith(lock['message'])
+    assert not lock['ok']

@@ -11,6 +11,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._deployment impor
     DeploymentError,
     fingerprint,
     patch_state,
+    record,
     tensor_parallel_size,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._history import (
@@ -114,3 +115,25 @@ def test_patch_state_after_the_run_comes_from_what_the_module_proved():
     assert patch_state(result) == {'flashinfer/jit/comm.py': 'patched', 'sglang/srt/server_args.py': 'pristine',
                                    'sglang/srt/layers/communicator.py': 'pristine'}
     assert patch_state({'skipped': True}) == {}
+
+
+def test_a_deploy_record_holds_the_fingerprint_where_the_server_answers_and_what_it_runs_from():
+    stack = dict(STACK, release_set={'name': '0.5.9'}, venv_path='/opt/sglang/venvs/0.5.9-1a2b3c4d')
+    server = dict(SERVER, url='http://127.0.0.1:30000', model='glm-5', ready_path='/health', from_topology=['tp-size'],
+                  environment={'NCCL_P2P_DISABLE': '1'}, python='/opt/sglang/venvs/0.5.9-1a2b3c4d/bin/python')
+    written = record(stack, server, 'nccl_min_nchannels_16')
+    assert written['fingerprint'] == fingerprint(stack, server)
+    assert written['experiment'] == 'nccl_min_nchannels_16'
+    assert written['server'] == {
+        'url': 'http://127.0.0.1:30000', 'model': 'glm-5', 'model_path': 'lukealonso/GLM-5-NVFP4', 'revision': None,
+        'module': 'sglang.launch_server', 'ready_path': '/health', 'args': SERVER['args'], 'from_topology': ['tp-size'],
+        'env': {'NCCL_P2P_DISABLE': '1'}, 'python': '/opt/sglang/venvs/0.5.9-1a2b3c4d/bin/python'}
+    assert (written['release_set'], written['venv'], written['versions']) == ('0.5.9', stack['venv_path'], STACK['versions'])
+    assert written['patches'] == STACK['patches'] and written['sm120_allreduce_fusion_patch'] is False
+    assert record(changed(stack, ('patches', 'sm120_allreduce_fusion', 'state'), 'present'), server)['sm120_allreduce_fusion_patch']
+    assert record(stack, server)['experiment'] is None
+
+
+def test_a_deploy_record_of_facts_without_the_server_address_names_what_they_lack():
+    with pytest.raises(DeploymentError, match="lack 'url'"):
+        record(dict(STACK, release_set={'name': '0.5.9'}, venv_path='/v'), SERVER)
