@@ -2,7 +2,7 @@
 """The report renders every history the roles write, and reads right in a real browser.
 
 The history below holds one record of each kind the roles write with the ``history`` module
-(tasks/steps/record_deploy.yml, restore.yml, measure.yml, trial.yml, campaign_result.yml,
+(tasks/steps/converge.yml, restore.yml, measure.yml, trial.yml, campaign_result.yml,
 experiment.yml's refusal, host_experiment.yml and host_experiment_rollback.yml), written by
 hand with the fields those tasks record and stamped by ``_history.make_record``. The template
 is rendered by ansible-playbook itself (ansible-core's templating and the collection's
