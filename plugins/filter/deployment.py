@@ -7,6 +7,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import layer_entry_point as _layer_entry_point
 from ansible_collections.inferops.serving.plugins.module_utils._deployment import (
     DeploymentError,
     fingerprint,
@@ -34,6 +35,13 @@ def deployment_record(stack, server, experiment=None):
         raise AnsibleFilterError(str(exc))
 
 
+def layer_entry_point(layer, as_recorded=None):
+    try:
+        return _layer_entry_point(layer, as_recorded)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 def tp_size(args, extra_args=None):
     try:
         return tensor_parallel_size(args, extra_args)
@@ -53,6 +61,7 @@ class FilterModule(object):
         return {
             'deployment_fingerprint': deployment_fingerprint,
             'deployment_record': deployment_record,
+            'layer_entry_point': layer_entry_point,
             'tp_size': tp_size,
             'server_port': server_port,
             'patch_state_on_disk': patch_state,

@@ -94,8 +94,8 @@ def campaign_closing(name, node, failure, locked=False):
     return _campaign_closing(name, node, failure, locked)
 
 
-def hold_back_closing(node, gate_message, routed=False, failure=''):
-    return _hold_back_closing(node, gate_message, routed, failure or '')
+def hold_back_closing(node, gate_message, routed=False, failure=None):
+    return _hold_back_closing(node, gate_message, routed, failure)
 
 
 def host_experiment_closing(name, vmid, vm_host, verdict=None, failure=None, locked=False, out_of_router=False):

@@ -21,8 +21,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._fleet import (
 )
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,
-    drain_left,
     requests_in_flight,
+    worker_url,
 )
 
 
@@ -33,8 +33,8 @@ def sglang_requests_in_flight(metrics_text):
         raise AnsibleFilterError(str(exc))
 
 
-def sglang_drain_left(in_flight, timeout, metrics=None, failed_msg=''):
-    return drain_left(in_flight, timeout, metrics, failed_msg or '')
+def router_worker_url(address, port):
+    return worker_url(address, port)
 
 
 def fleet_replica(host, replica_group, groups, init_address, init_port, hostvars=None):
@@ -86,8 +86,8 @@ def fleet_plan_summary(plan):
 class FilterModule(object):
     def filters(self):
         return {
-            'sglang_drain_left': sglang_drain_left,
             'sglang_requests_in_flight': sglang_requests_in_flight,
+            'router_worker_url': router_worker_url,
             'fleet_replica': fleet_replica,
             'fleet_router': fleet_router,
             'fleet_router_member': fleet_router_member,

@@ -9,6 +9,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import (
     ReleaseSetError,
+    arguments_check_plan,
     launch_entry,
     pinned_versions,
     release_errors,
@@ -22,6 +23,10 @@ def sglang_release_errors(name, sets, branch=None, nvidia_smi_output=None, pytho
         return release_errors(name, sets, branch, nvidia_smi_output, python_version)
     except ReleaseSetError as exc:
         return [str(exc)]
+
+
+def sglang_arguments_check_plan(release, release_installed, running_venv, check=None):
+    return arguments_check_plan(release, release_installed, running_venv, check)
 
 
 def sglang_release(name, sets):
@@ -54,6 +59,7 @@ def sglang_venv_name(name, versions, packages, install_dependencies):
 class FilterModule(object):
     def filters(self):
         return {
+            'sglang_arguments_check_plan': sglang_arguments_check_plan,
             'sglang_launch_entry': sglang_launch_entry,
             'sglang_release': sglang_release,
             'sglang_release_errors': sglang_release_errors,

@@ -126,8 +126,11 @@ def promotion(variables, name, node, kept):
 
     ``variables`` are the kept experiments' variables with their final values (mappings hold
     the inventory's entries too, so the snippet replaces them whole). JSON-style values are
-    valid YAML and keep strings such as "16" strings.
+    valid YAML and keep strings such as "16" strings. Without a kept experiment: one line saying that
+    there is nothing to promote.
     """
+    if not kept:
+        return 'Campaign %s: no experiment beat the baseline; nothing to promote.\n' % name
     lines = ['# host_vars/%s.yml - campaign %s kept %s.' % (node, name, ', '.join(kept)),
              '# Commit this to make it the baseline; deploy.yml then runs it.']
     for key in sorted(variables.keys()):

@@ -52,10 +52,12 @@ def experiment(name, node, unit, planned=None, decision=None, failure=None):
     }
 
 
-def hold_back(node, gate_message, routed=False, failure=''):
+def hold_back(node, gate_message, routed=False, failure=None):
     """A node held back by the GPU health gate, whose ``gate_message`` says what it found, then
-    "What to do: ..."; ``failure``: what stopped taking the node out of the router (``routed``: it
-    is behind one). Its server is left as it runs; the rollout goes on with the other nodes."""
+    "What to do: ..."; ``failure``: what stopped taking the node out of the router (the failed task's
+    ``task`` and ``msg``; ``routed``: it is behind one). Its server is left as it runs; the rollout
+    goes on with the other nodes."""
+    failure = _stopped_reason(failure) if failure else ''
     if routed:
         where = '%s may still be in the router; ' % node if failure else '%s is out of the router; ' % node
     else:

@@ -313,6 +313,15 @@ def untouched_layers(variables, layer_variables):
         touched |= above
 
 
+def layer_entry_point(layer, as_recorded):
+    """The entry point of a layer's role that a converge runs: ``installation`` (publish what the
+    role manages, change nothing) for a layer in ``as_recorded`` (same_layers, untouched_layers),
+    else ``main``."""
+    if layer not in LAYER_CODE_PATHS:
+        raise ValueError('%r is not a layer of the stack (%s)' % (layer, ', '.join(sorted(LAYER_CODE_PATHS))))
+    return 'installation' if layer in (as_recorded or ()) else 'main'
+
+
 def plan_state(record, fingerprint, observed, deployed_before):
     """('new' | 'changes' | 'current', reasons).
 

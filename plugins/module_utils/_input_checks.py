@@ -11,6 +11,7 @@ on user input. Which variable gets which check is each role's rule, in _inputs.p
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ipaddress
 import re
 
 from ansible_collections.inferops.serving.plugins.module_utils._model_weights import (
@@ -227,6 +228,26 @@ def serial(name, value):
             return ['%s must be a number of nodes of at least 1 (or a percentage such as 25%%), got %s; 0 or less'
                     ' would deploy nothing or everything at once.' % (name, show(value))]
     return []
+
+
+# A DNS name (RFC 1123 labels; underscores as some inventories have them).
+_HOST_NAME = re.compile(r'^(?=.{1,253}$)[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?$')
+
+
+def host_address(name, value):
+    """A host name, an IPv4 address or an IPv6 address (bare or in brackets), without scheme, port or path."""
+    problems = non_empty(name, value, 'a host name or an IP address')
+    if problems:
+        return problems
+    try:
+        ipaddress.ip_address(value[1:-1] if value.startswith('[') and value.endswith(']') else value)
+        return []
+    except ValueError:
+        pass
+    if _HOST_NAME.match(value) and not re.match(r'^[0-9.]+$', value):
+        return []
+    return ['%s must be a host name or an IP address, without scheme, port or path (e.g. 10.0.0.11), got %s.'
+            % (name, show(value))]
 
 
 def url(name, value):

@@ -23,6 +23,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._input_checks imp
     driver_branch,
     environment,
     fraction,
+    host_address,
     int_range,
     is_true,
     listen_address,
@@ -218,7 +219,13 @@ def serving_errors(v):
     problems += (int_range('serving_host_experiment_timeout', v.get('serving_host_experiment_timeout'), 1,
                            what="the check's hard timeout in seconds")
                  + int_range('serving_vm_boot_delay', v.get('serving_vm_boot_delay'), 0, what='seconds')
-                 + int_range('serving_vm_boot_timeout', v.get('serving_vm_boot_timeout'), 1, what='seconds'))
+                 + int_range('serving_vm_boot_timeout', v.get('serving_vm_boot_timeout'), 1, what='seconds')
+                 + int_range('serving_drain_timeout', v.get('serving_drain_timeout'), 0, what='seconds')
+                 + int_range('serving_drain_interval', v.get('serving_drain_interval'), 1, what='seconds')
+                 + int_range('serving_router_join_timeout', v.get('serving_router_join_timeout'), 1, what='seconds')
+                 + int_range('serving_rollback_health_timeout', v.get('serving_rollback_health_timeout'), 1,
+                             what='seconds')
+                 + host_address('serving_worker_address', v.get('serving_worker_address')))
     if is_true(v.get('serving_lock_enabled')) and not v.get('serving_lock_prompts'):
         problems.append('serving_lock_prompts needs at least one prompt while serving_lock_enabled is true.')
     return problems

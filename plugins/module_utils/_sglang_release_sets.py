@@ -273,3 +273,26 @@ def release_errors(name, sets, branch=None, nvidia_smi_output=None, python_versi
     node_branch, source = node_driver(branch, nvidia_smi_output)
     python_version = str(python_version).strip() if python_version is not None and str(python_version).strip() else None
     return node_errors(release, node_branch, source, python_version, sets)
+
+
+def arguments_check_plan(release, release_installed, running_venv, check=None):
+    """How a deploy's plan checks the server arguments before anything changes: against ``venv``, the
+    release set's own venv when installed already (``release_installed``: an upgrade tried before, a
+    switch back), else the one the node runs (``running_venv``; empty: nothing to check against).
+    With the check's result (``check``: ``accepted``, ``sglang_version``, ``errors``, ``message``),
+    ``stop`` is the refusal that stops the plan and ``note`` a refusal that this deploy makes moot:
+    the SGLang running now refused, but the deploy installs another release (a new release set renames
+    flags), which checks the arguments after its install, before the server switches to it."""
+    venv = release['venv_path'] if release_installed else (running_venv or '')
+    verdict = {'venv': venv, 'stop': '', 'note': ''}
+    if not venv or not check or check.get('accepted', True):
+        return verdict
+    if release_installed or check.get('sglang_version') in ('', release['version']):
+        verdict['stop'] = check['message']
+    else:
+        verdict['note'] = (
+            'Note: the SGLang %s installed now does not accept the server arguments (%s). Expected: this deploy '
+            'installs SGLang %s (release set %s) into %s beside it and checks them against it after the install, '
+            'before the server switches to it.' % (check['sglang_version'], '; '.join(check.get('errors') or ()),
+                                                    release['version'], release['name'], release['venv_path']))
+    return verdict

@@ -19,12 +19,27 @@ it is gone (0.3.2: gone at once).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ipaddress
 import json
 import re
 
 
 class SglangRouterWorkersError(Exception):
     """An answer of the router or of a server that cannot be read."""
+
+
+def worker_url(address, port):
+    """The URL a router reaches a node's server at: ``http://<address>:<port>``, an IPv6 address in
+    brackets; empty without a port (the node runs no server)."""
+    if port in (None, ''):
+        return ''
+    host = address.strip('[]')
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            return 'http://[%s]:%s' % (host, port)
+    except ValueError:
+        pass
+    return 'http://%s:%s' % (address, port)
 
 
 def normalize_url(url):
@@ -198,3 +213,36 @@ def drain_left(in_flight, timeout, metrics=None, failed_msg=''):
         return 'its /metrics did not answer within %s s: %s' % (
             timeout, metrics['msg'] if 'msg' in metrics else 'status %s' % metrics.get('status', 'none'))
     return failed_msg or 'the drain failed'
+
+
+def drain(read_health, read_metrics, timeout, interval, clock, sleep):
+    """Wait until a server out of the router holds no request, at most ``timeout`` seconds.
+
+    ``read_health`` and ``read_metrics`` are called with no argument and answer ``(status, text,
+    error)`` (status none when nothing answered); ``clock`` and ``sleep`` are ``time.time`` and
+    ``time.sleep``. A server whose ``/health`` does not answer 200 holds no request a drain could save.
+    Ends at the bound however long each read takes; a ``/metrics`` without the gauges ends it at once.
+    Returns ``answered`` (``/health``), ``drained``, ``in_flight`` (the last read), ``reads`` and
+    ``left`` (drain_left's words, empty when drained).
+    """
+    status, _text, _error = read_health()
+    if status != 200:
+        return {'answered': False, 'drained': True, 'in_flight': None, 'reads': 0, 'left': ''}
+    deadline = clock() + timeout
+    reads = 0
+    while True:
+        status, text, error = read_metrics()
+        reads += 1
+        in_flight = None
+        if status == 200:
+            try:
+                in_flight = requests_in_flight(text)
+            except SglangRouterWorkersError as exc:
+                return {'answered': True, 'drained': False, 'in_flight': None, 'reads': reads, 'left': str(exc)}
+            if in_flight['running'] == 0 and in_flight['queued'] == 0:
+                return {'answered': True, 'drained': True, 'in_flight': in_flight, 'reads': reads, 'left': ''}
+        if clock() >= deadline:
+            last_read = {'msg': error} if error else {'status': status}
+            return {'answered': True, 'drained': False, 'in_flight': in_flight, 'reads': reads,
+                    'left': drain_left(in_flight, timeout, last_read)}
+        sleep(max(0, min(interval, deadline - clock())))

@@ -32,3 +32,14 @@ def test_the_sm120_patch_converges_the_venv_and_leaves_the_gpu_vm():
 def test_an_upgrade_converges_every_layer():
     # The release set's CUDA toolkit is installed by gpu_vm, its venv by sglang.
     assert untouched("sglang_upgrade_0_5_23") == []
+
+
+def test_a_layer_left_as_recorded_runs_its_roles_installation_only():
+    from ansible_collections.inferops.serving.plugins.filter.deployment import FilterModule as Deployment
+    from ansible.errors import AnsibleFilterError
+    import pytest
+    entry = Deployment().filters()["layer_entry_point"]
+    assert [entry(layer, untouched("sm120_allreduce_fusion")) for layer in ("gpu_vm", "sglang")] == ["installation", "main"]
+    assert entry("sglang", []) == entry("sglang") == "main"
+    with pytest.raises(AnsibleFilterError, match="not a layer"):
+        entry("sglang_server", ["sglang_server"])

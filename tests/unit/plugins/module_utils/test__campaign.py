@@ -70,3 +70,8 @@ def test_promotion_is_valid_host_vars_that_keeps_strings_strings():
                            'nccl_min_nchannels_16.')
     assert yaml.safe_load(text) == {'sglang_server_extra_args': {'max-running-requests': 2048},
                                     'sglang_server_extra_env': {'NCCL_MIN_NCHANNELS': '16', 'PYTHONPATH': '/opt/x'}}
+
+
+def test_a_campaign_that_kept_nothing_has_nothing_to_promote():
+    assert promotion({}, 'pcie_throughput', 'gpu-node', []) == (
+        'Campaign pcie_throughput: no experiment beat the baseline; nothing to promote.\n')

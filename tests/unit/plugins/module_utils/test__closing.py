@@ -181,7 +181,7 @@ def test_a_held_back_node_says_what_the_gate_found_and_what_to_do_and_that_it_le
 
 
 def test_a_held_back_node_that_could_not_leave_the_router_says_so():
-    closing = hold_back('gpu-3', GATE, routed=True, failure='Take the node out of the router: connection refused')
+    closing = hold_back('gpu-3', GATE, routed=True, failure={'task': 'Take the node out of the router', 'msg': 'connection refused'})
     assert closing['reason'].endswith(' Taking it out of the router failed: Take the node out of the router: connection refused')
     assert closing['also'] == 'gpu-3 may still be in the router; the other nodes are deployed without it.'
 

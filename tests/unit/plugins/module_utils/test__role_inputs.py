@@ -32,8 +32,10 @@ def defaults(role):
     values = read_yaml(role, 'defaults', 'main.yml')
     stand_ins = {'str': '/templated', 'path': '/templated', 'int': 1, 'float': 0.5, 'bool': False,
                  'list': [], 'dict': {}}
+    # A templated address stands for the address it renders to.
+    named_stand_ins = {'serving_worker_address': '10.0.0.11'}
     spec = options(role)
-    return dict((name, stand_ins[spec.get(name, {}).get('type', 'str')]
+    return dict((name, named_stand_ins.get(name, stand_ins[spec.get(name, {}).get('type', 'str')])
                  if isinstance(value, str) and '{{' in value else value) for name, value in values.items())
 
 
@@ -84,6 +86,15 @@ WRONG = [
     ('serving', 'serving_max_regression', 'ten percent', 'serving_max_regression must be a number, got the text'),
     ('serving', 'serving_host_experiment_timeout', 0, "the check's hard timeout in seconds of at least 1"),
     ('serving', 'serving_vm_boot_timeout', 0, 'serving_vm_boot_timeout must be seconds of at least 1'),
+    ('serving', 'serving_drain_interval', 0, 'serving_drain_interval must be seconds of at least 1'),
+    ('serving', 'serving_drain_timeout', -5, 'serving_drain_timeout must be seconds of at least 0'),
+    ('serving', 'serving_router_join_timeout', 0, 'serving_router_join_timeout must be seconds of at least 1'),
+    ('serving', 'serving_rollback_health_timeout', 0, 'serving_rollback_health_timeout must be seconds of at least 1'),
+    ('serving', 'serving_worker_address', 'http://10.0.0.11', 'without scheme, port or path (e.g. 10.0.0.11)'),
+    ('serving', 'serving_worker_address', '10.0.0.11:8000', 'without scheme, port or path'),
+    ('serving', 'serving_worker_address', '10.0.0.300', 'a host name or an IP address'),
+    ('serving', 'serving_worker_address', 'gpu node 1', 'a host name or an IP address'),
+    ('serving', 'serving_worker_address', '', 'must be a host name or an IP address'),
     ('sglang_router', 'sglang_router_health_timeout', 0, 'sglang_router_health_timeout must be seconds'),
     ('sglang_router', 'sglang_router_api_key', 'two words', 'white space'),
     ('sglang_router', 'sglang_router_package', 'sglang-router-rs', 'must be one of sglang-router, smg'),

@@ -12,6 +12,7 @@ import yaml
 
 from ansible_collections.inferops.serving.plugins.module_utils._deployment import fingerprint
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_release_sets import (
+    arguments_check_plan,
     ReleaseSetError,
     driver_branch,
     launch_entry,
@@ -297,3 +298,39 @@ def test_the_metric_families_of_the_two_releases_differ_where_the_wheels_do():
 def test_metrics_that_are_not_a_list_of_sglang_families_are_refused(metrics):
     problems = release_problems('0.5.23', dict(SETS['0.5.23'], metrics=metrics))
     assert any('metrics must list' in problem for problem in problems)
+
+
+RELEASE_0523 = {'name': 'sglang-0.5.23', 'version': '0.5.23', 'venv_path': '/opt/sglang/venvs/sglang-0.5.23-abc'}
+REFUSED_BY_059 = {'accepted': False, 'sglang_version': '0.5.9', 'errors': ['unknown option --new-flag'],
+                  'message': 'SGLang 0.5.9 does not accept: unknown option --new-flag'}
+
+
+def test_the_plan_checks_against_the_release_sets_venv_when_installed_else_the_running_one():
+    assert arguments_check_plan(RELEASE_0523, True, '/opt/sglang/venv')['venv'] == RELEASE_0523['venv_path']
+    assert arguments_check_plan(RELEASE_0523, False, '/opt/sglang/venv')['venv'] == '/opt/sglang/venv'
+    # Never deployed: nothing to check against, and a check result from elsewhere is not read.
+    assert arguments_check_plan(RELEASE_0523, False, '', REFUSED_BY_059) == {'venv': '', 'stop': '', 'note': ''}
+
+
+def test_a_refusal_by_the_release_that_will_serve_stops_the_plan():
+    same_release = dict(REFUSED_BY_059, sglang_version='0.5.23')
+    assert arguments_check_plan(RELEASE_0523, False, '/v', same_release)['stop'] == same_release['message']
+    assert arguments_check_plan(RELEASE_0523, True, '/v', REFUSED_BY_059)['stop'] == REFUSED_BY_059['message']
+    # A version that could not be read is taken for the release that will serve.
+    unread = dict(REFUSED_BY_059, sglang_version='')
+    assert arguments_check_plan(RELEASE_0523, False, '/v', unread)['stop'] == unread['message']
+
+
+def test_a_refusal_by_the_release_this_deploy_replaces_is_only_noted():
+    verdict = arguments_check_plan(RELEASE_0523, False, '/opt/sglang/venv', REFUSED_BY_059)
+    assert verdict['stop'] == ''
+    assert verdict['note'] == (
+        'Note: the SGLang 0.5.9 installed now does not accept the server arguments (unknown option --new-flag). '
+        'Expected: this deploy installs SGLang 0.5.23 (release set sglang-0.5.23) into '
+        '/opt/sglang/venvs/sglang-0.5.23-abc beside it and checks them against it after the install, before the '
+        'server switches to it.')
+
+
+def test_accepted_arguments_neither_stop_nor_note():
+    accepted = {'accepted': True, 'sglang_version': '0.5.9', 'errors': [], 'message': ''}
+    assert arguments_check_plan(RELEASE_0523, False, '/v', accepted) == {'venv': '/v', 'stop': '', 'note': ''}

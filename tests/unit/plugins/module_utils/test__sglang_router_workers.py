@@ -18,6 +18,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_wo
     parse_workers,
     plan,
     requests_in_flight,
+    drain,
     drain_left,
 )
 
@@ -181,3 +182,75 @@ def test_the_membership_follows_every_join_and_leave():
 ])
 def test_a_drain_that_did_not_end_says_what_it_left(in_flight, metrics, failed, words):
     assert drain_left(in_flight, 15, metrics, failed) == words
+
+
+class _Clock:
+    """Time that passes only when the drain sleeps or a read takes it."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _metrics(running, queued):
+    return SGLANG_METRICS.replace('} 1.0', '} %d.0' % queued).replace('} 2.0', '} 0.0').replace(
+        '} 3.0', '} %d.0' % running)
+
+
+def test_a_drain_waits_until_the_requests_finish():
+    clock = _Clock()
+    answers = [(200, _metrics(2, 1), None), (200, _metrics(1, 0), None), (200, _metrics(0, 0), None)]
+    result = drain(lambda: (200, 'OK', None), lambda: answers.pop(0), 30, 2, clock, clock.sleep)
+    assert result == {'answered': True, 'drained': True, 'in_flight': {'running': 0, 'queued': 0}, 'reads': 3,
+                      'left': ''}
+    assert clock.now == 1004.0
+
+
+def test_a_drain_ends_at_its_bound_however_long_each_read_takes():
+    clock = _Clock()
+
+    def slow_read():
+        clock.now += 7
+        return 200, _metrics(1, 0), None
+    result = drain(lambda: (200, 'OK', None), slow_read, 15, 2, clock, clock.sleep)
+    assert not result['drained'] and result['reads'] == 2 and clock.now == 1016
+    assert result['left'] == 'it is out of the router, but 1 requests are still running and 0 queued after 15 s'
+
+
+def test_a_server_that_does_not_answer_its_health_holds_nothing_to_drain():
+    reads = []
+    result = drain(lambda: (None, '', 'connection refused'), lambda: reads.append(1), 15, 2, _Clock(), None)
+    assert result['drained'] and not result['answered'] and result['reads'] == 0 and reads == []
+
+
+@pytest.mark.parametrize('answer, left', [
+    ((503, '', 'status 503'), 'its /metrics did not answer within 4 s: status 503'),
+    ((None, '', 'timed out'), 'its /metrics did not answer within 4 s: timed out'),
+])
+def test_a_metrics_that_does_not_answer_is_named_at_the_bound(answer, left):
+    clock = _Clock()
+    result = drain(lambda: (200, 'OK', None), lambda: answer, 4, 2, clock, clock.sleep)
+    assert not result['drained'] and result['left'] == left and result['reads'] == 3
+
+
+def test_a_server_without_the_gauges_ends_the_drain_at_once_saying_what_to_enable():
+    result = drain(lambda: (200, 'OK', None), lambda: (200, '# nothing\n', None), 120, 2, _Clock(), None)
+    assert not result['drained'] and result['reads'] == 1 and '--enable-metrics' in result['left']
+
+
+@pytest.mark.parametrize('address, port, url', [
+    ('10.0.0.11', 8000, 'http://10.0.0.11:8000'),
+    ('gpu-node-1.lab', '30000', 'http://gpu-node-1.lab:30000'),
+    ('fd00::11', 8000, 'http://[fd00::11]:8000'),
+    ('[fd00::11]', 8000, 'http://[fd00::11]:8000'),
+    ('10.0.0.11', None, ''),
+    ('10.0.0.11', '', ''),
+])
+def test_the_url_a_router_reaches_a_node_at(address, port, url):
+    from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import worker_url
+    assert worker_url(address, port) == url
