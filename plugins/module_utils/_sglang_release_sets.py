@@ -293,6 +293,7 @@ def arguments_check_plan(release, release_installed, running_venv, check=None):
         verdict['note'] = (
             'Note: the SGLang %s installed now does not accept the server arguments (%s). Expected: this deploy '
             'installs SGLang %s (release set %s) into %s beside it and checks them against it after the install, '
-            'before the server switches to it.' % (check['sglang_version'], '; '.join(check.get('errors') or ()),
-                                                    release['version'], release['name'], release['venv_path']))
+            'before the server switches to it.'
+            % (check['sglang_version'], '; '.join(check.get('errors') or ()), release['version'], release['name'],
+               release['venv_path']))
     return verdict

@@ -12,7 +12,7 @@ module: sglang_drain
 short_description: Wait until an SGLang server out of its router has finished the requests it holds
 version_added: 0.4.0
 description:
-  - Run on the node after it left the router (M(inferops.serving.sglang_router_worker) with O(state=absent)),
+  - Run on the node after it left the router (M(inferops.serving.sglang_router_worker) with V(state=absent)),
     before its server restarts, so that the restart fails none of the requests it still holds.
   - Reads the server's C(/health) first; a server that does not answer 200 holds no request a drain could save,
     and the module returns at once with RV(drained=true).
