@@ -5,13 +5,27 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+
+import yaml
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, passthrough_settings, restart_switches
 
 
+# The role's own defaults, so that a VM's settings fall back to exactly what the role would use.
+_ROLE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                              'roles', 'proxmox_gpu_vm', 'defaults', 'main.yml')
+
+
 def vm_passthrough_settings(overlay, vm_vars, host_vars):
-    return passthrough_settings(overlay or {}, vm_vars or {}, host_vars or {})
+    try:
+        with open(_ROLE_DEFAULTS) as handle:
+            role_defaults = yaml.safe_load(handle) or {}
+        return passthrough_settings(overlay or {}, vm_vars or {}, host_vars or {}, role_defaults)
+    except (IOError, OSError, yaml.YAMLError, VmRestartError) as exc:
+        raise AnsibleFilterError('vm_passthrough_settings: %s' % exc)
 
 
 def vm_restart_switches(vm, hostvars, vm_host=''):

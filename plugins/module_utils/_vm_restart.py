@@ -52,21 +52,20 @@ def restart_switches(vm, vm_vars, host, host_vars):
     return answer
 
 
-# The host's own settings for all of its VMs, with role inferops.serving.proxmox_gpu_vm's defaults.
-HOST_WIDE_DEFAULTS = (
-    ('proxmox_gpu_vm_sysfs_root', '/sys'),
-    ('proxmox_gpu_vm_qm', 'qm'),
-    ('proxmox_gpu_vm_machine', 'q35'),
-    ('proxmox_gpu_vm_cpu', 'host'),
-    ('proxmox_gpu_vm_shutdown_timeout', 180),
-)
+# The host's own settings for all of its VMs.
+HOST_WIDE_VARIABLES = ('proxmox_gpu_vm_sysfs_root', 'proxmox_gpu_vm_qm', 'proxmox_gpu_vm_machine', 'proxmox_gpu_vm_cpu',
+                       'proxmox_gpu_vm_shutdown_timeout')
 
 
-def passthrough_settings(overlay, vm_vars, host_vars):
+def passthrough_settings(overlay, vm_vars, host_vars, role_defaults):
     """The settings the VM's host applies to it: each per-VM passthrough setting (clique, NUMA, huge
     pages) from OVERLAY (a host experiment's; empty: none) where it sets it, else from the VM's
     variables VM_VARS (None where unset); the host-wide ones from its host's variables HOST_VARS,
-    else the role's defaults. A host-wide setting on the VM is not the host's and is not read."""
+    else ROLE_DEFAULTS (role inferops.serving.proxmox_gpu_vm's defaults/main.yml, as loaded). A
+    host-wide setting on the VM is not the host's and is not read."""
+    missing = [name for name in HOST_WIDE_VARIABLES if name not in role_defaults]
+    if missing:
+        raise VmRestartError('the defaults of role proxmox_gpu_vm have no %s' % ', '.join(missing))
     settings = dict((name, overlay[name] if name in overlay else vm_vars.get(name)) for name in HOST_OVERLAY_VARIABLES)
-    settings.update((name, host_vars.get(name, default)) for name, default in HOST_WIDE_DEFAULTS)
+    settings.update((name, host_vars.get(name, role_defaults[name])) for name in HOST_WIDE_VARIABLES)
     return settings

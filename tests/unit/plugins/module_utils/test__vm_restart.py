@@ -4,6 +4,8 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
+
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._vm_restart import VmRestartError, passthrough_settings, restart_switches
@@ -62,15 +64,37 @@ VM_VARS = {'proxmox_gpu_vm_clique': None, 'proxmox_gpu_vm_numa': True,
            'proxmox_gpu_vm_qm': '/usr/bin/wrong-qm'}
 
 
+ROLE_DEFAULTS = {'proxmox_gpu_vm_sysfs_root': '/sys', 'proxmox_gpu_vm_qm': 'qm', 'proxmox_gpu_vm_machine': 'q35',
+                 'proxmox_gpu_vm_cpu': 'host', 'proxmox_gpu_vm_shutdown_timeout': 180}
+
+
 def test_the_vm_gets_its_own_passthrough_and_its_hosts_settings_else_the_roles_defaults():
-    assert passthrough_settings({}, VM_VARS, HOST_VARS) == {
+    assert passthrough_settings({}, VM_VARS, HOST_VARS, ROLE_DEFAULTS) == {
         'proxmox_gpu_vm_clique': None, 'proxmox_gpu_vm_numa': True, 'proxmox_gpu_vm_hugepages': None,
         'proxmox_gpu_vm_sysfs_root': '/srv/host-sysfs', 'proxmox_gpu_vm_qm': '/opt/lab/qm',
         'proxmox_gpu_vm_machine': 'q35', 'proxmox_gpu_vm_cpu': 'host', 'proxmox_gpu_vm_shutdown_timeout': 60}
 
 
 def test_a_host_experiments_overlay_wins_over_the_vms_inventory_also_when_it_sets_none():
-    settings = passthrough_settings({'proxmox_gpu_vm_clique': 'pve-clique-0', 'proxmox_gpu_vm_numa': None}, VM_VARS, {})
+    settings = passthrough_settings({'proxmox_gpu_vm_clique': 'pve-clique-0', 'proxmox_gpu_vm_numa': None}, VM_VARS, {},
+                                    ROLE_DEFAULTS)
     assert settings['proxmox_gpu_vm_clique'] == 'pve-clique-0'
     assert settings['proxmox_gpu_vm_numa'] is None
     assert settings['proxmox_gpu_vm_qm'] == 'qm' and settings['proxmox_gpu_vm_shutdown_timeout'] == 180
+
+
+def test_the_filter_falls_back_to_the_roles_own_defaults_file():
+    """One source: the defaults the filter falls back to are the ones the role ships."""
+    import yaml
+    from ansible_collections.inferops.serving.plugins.filter.vm import FilterModule
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'proxmox_gpu_vm', 'defaults',
+                           'main.yml')) as handle:
+        shipped = yaml.safe_load(handle)
+    settings = FilterModule().filters()['vm_passthrough_settings']({}, {}, {})
+    assert settings['proxmox_gpu_vm_shutdown_timeout'] == shipped['proxmox_gpu_vm_shutdown_timeout']
+    assert settings['proxmox_gpu_vm_qm'] == shipped['proxmox_gpu_vm_qm']
+
+
+def test_defaults_without_a_host_wide_setting_are_named():
+    with pytest.raises(VmRestartError, match='proxmox_gpu_vm_cpu'):
+        passthrough_settings({}, {}, {}, dict((k, v) for k, v in ROLE_DEFAULTS.items() if k != 'proxmox_gpu_vm_cpu'))
