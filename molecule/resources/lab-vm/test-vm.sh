@@ -12,7 +12,9 @@
 #      mark ("rebooting the node");
 #   2. deploy.yml again: changed=0;
 #   3. a reboot of the guest under the running server: healthy again by itself, timed from the
-#      reboot command.
+#      reboot command;
+#   4. an experiment whose kernel answers wrong (the lab's faster-but-wrong server), rolled back
+#      by the correctness lock through the files it changed, as the sudoer; then deploy.yml: changed=0.
 # Each step prints its time, and each playbook its slowest tasks. The guest is stopped at the end,
 # also when a step fails.
 #
@@ -86,6 +88,19 @@ gpu_nodes:
 EOF
   cp -r "$repo/inventories/lab/group_vars/gpu_nodes" "$project/inventory/group_vars/"
   printf -- '---\n- name: Deploy\n  ansible.builtin.import_playbook: inferops.serving.deploy\n' >"$project/deploy.yml"
+  printf -- '---\n- name: Experiment\n  ansible.builtin.import_playbook: inferops.serving.experiment\n' >"$project/experiment.yml"
+  # Given with -e @ to the experiment only: the deploys run the inventory as an operator keeps it.
+  cat >"$project/lab-experiment.yml" <<'EOF'
+serving_experiments:
+  lab_fast_but_wrong:
+    description: More requests in flight and a kernel that returns wrong sums (the lab server's answers part at token 6).
+    vars:
+      sglang_server_extra_args:
+        max-running-requests: 2048
+      sglang_server_extra_env:
+        INFEROPS_LAB_SIM_DIVERGE_AT: "6"
+serving_benchmark_repeats: 3
+EOF
 }
 
 playbook() {
@@ -93,7 +108,7 @@ playbook() {
   shift
   # ANSIBLE_LOG_PATH only adds a timestamped copy of the output, from which the slowest tasks come.
   (cd "$project" && ANSIBLE_HOME=$work/ansible-home-$log ANSIBLE_LOG_PATH=$work/$log.timed.log \
-    exec "$bin/ansible-playbook" deploy.yml "$@" >"$work/$log.log" 2>&1)
+    exec "$bin/ansible-playbook" "${PLAYBOOK:-deploy.yml}" "$@" >"$work/$log.log" 2>&1)
 }
 
 recap() { sed -n "/^PLAY RECAP/,\$p" "$work/$1.log" | grep "^$name "; }
@@ -218,4 +233,24 @@ until guest curl -fsS -m 5 -H "'Authorization: Bearer $api_key'" http://127.0.0.
 done
 say "reboot under the running server: SSH gone after $down s, back after $ssh_back s, serving again \
 $((SECONDS - step)) s after the reboot command"
+
+step=$SECONDS
+if PLAYBOOK=experiment.yml playbook experiment -e @lab-experiment.yml -e serving_experiment=lab_fast_but_wrong; then
+  fail "the experiment whose answers differ was kept: $(recap experiment)"
+fi
+if ! grep -q "Experiment lab_fast_but_wrong rolled back on $name: answers changed" "$work/experiment.log" \
+   || ! grep -q "The baseline is running and healthy again" "$work/experiment.log"; then
+  tail -n 40 "$work/experiment.log"
+  fail "the experiment did not end rolled back by the correctness lock"
+fi
+rollback=$(guest sudo cat /var/lib/sglang/history.jsonl | python3 -c '
+import json, sys
+r = [record for record in map(json.loads, filter(str.strip, sys.stdin)) if record["event"] == "rollback"][-1]
+print("%s, recovery %s s" % (r["how"], r["recovery_s"]))')
+say "experiment rolled back by the correctness lock in $((SECONDS - step)) s ($rollback): $(recap experiment)"
+slowest_tasks experiment
+step=$SECONDS
+playbook after-experiment || { tail -n 40 "$work/after-experiment.log"; fail "deploy.yml after the experiment"; }
+recap after-experiment | grep -q 'changed=0 ' || fail "deploy.yml after the rollback changed the node: $(recap after-experiment)"
+say "deploy.yml after the rollback in $((SECONDS - step)) s: $(recap after-experiment)"
 say "passed in $((SECONDS - started)) s"
