@@ -19,11 +19,20 @@ _ROLE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os
                               'roles', 'proxmox_gpu_vm', 'defaults', 'main.yml')
 
 
+_role_defaults = {}
+
+
+def _read_role_defaults():
+    """The role's defaults file, read once per process: the roles template these settings at every use."""
+    if _ROLE_DEFAULTS not in _role_defaults:
+        with open(_ROLE_DEFAULTS) as handle:
+            _role_defaults[_ROLE_DEFAULTS] = yaml.safe_load(handle) or {}
+    return _role_defaults[_ROLE_DEFAULTS]
+
+
 def vm_passthrough_settings(overlay, vm_vars, host_vars):
     try:
-        with open(_ROLE_DEFAULTS) as handle:
-            role_defaults = yaml.safe_load(handle) or {}
-        return passthrough_settings(overlay or {}, vm_vars or {}, host_vars or {}, role_defaults)
+        return passthrough_settings(overlay or {}, vm_vars or {}, host_vars or {}, _read_role_defaults())
     except (IOError, OSError, yaml.YAMLError, VmRestartError) as exc:
         raise AnsibleFilterError('vm_passthrough_settings: %s' % exc)
 

@@ -201,18 +201,14 @@ def requests_in_flight(metrics_text):
     return {'running': int(totals['num_running_reqs']), 'queued': int(totals.get('num_queue_reqs', 0))}
 
 
-def drain_left(in_flight, timeout, metrics=None, failed_msg=''):
+def drain_left(in_flight, timeout, last_error):
     """What a drain that did not end left, in words: requests still running and queued at the bound
-    (``in_flight``, as requests_in_flight read it), else a ``/metrics`` that did not answer
-    (``metrics``: the last read's result, none or skipped when there was none), else what failed
-    (``failed_msg``: taking the node out of the router, say)."""
+    (``in_flight``, as requests_in_flight read it), else why the last read of ``/metrics`` got no
+    gauges (``last_error``: no answer, or its HTTP status)."""
     if in_flight is not None:
         return 'it is out of the router, but %s requests are still running and %s queued after %s s' % (
             in_flight['running'], in_flight['queued'], timeout)
-    if metrics and not metrics.get('skipped'):
-        return 'its /metrics did not answer within %s s: %s' % (
-            timeout, metrics['msg'] if 'msg' in metrics else 'status %s' % metrics.get('status', 'none'))
-    return failed_msg or 'the drain failed'
+    return 'its /metrics did not answer within %s s: %s' % (timeout, last_error)
 
 
 def drain(read_health, read_metrics, timeout, interval, clock, sleep):
@@ -242,7 +238,6 @@ def drain(read_health, read_metrics, timeout, interval, clock, sleep):
             if in_flight['running'] == 0 and in_flight['queued'] == 0:
                 return {'answered': True, 'drained': True, 'in_flight': in_flight, 'reads': reads, 'left': ''}
         if clock() >= deadline:
-            last_read = {'msg': error} if error else {'status': status}
             return {'answered': True, 'drained': False, 'in_flight': in_flight, 'reads': reads,
-                    'left': drain_left(in_flight, timeout, last_read)}
+                    'left': drain_left(in_flight, timeout, error or 'status %s' % status)}
         sleep(max(0, min(interval, deadline - clock())))
