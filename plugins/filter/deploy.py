@@ -8,6 +8,7 @@ __metaclass__ = type
 from ansible_collections.inferops.serving.plugins.module_utils._closing import deploy as _deploy_closing
 from ansible_collections.inferops.serving.plugins.module_utils._closing import message as _closing_message
 from ansible_collections.inferops.serving.plugins.module_utils._closing import plan as _plan_closing
+from ansible_collections.inferops.serving.plugins.module_utils._closing import stopped_by as _stopped_by
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_summary import summary
 
 
@@ -23,6 +24,10 @@ def plan_closing(node, reason=None, arguments_refused=False, failed_nodes=()):
     return _plan_closing(node, reason, bool(arguments_refused), list(failed_nodes or ()))
 
 
+def stopped_by(result, task=None, fallback='the run failed'):
+    return _stopped_by(result, task, fallback)
+
+
 def deploy_summary(installation, deployment, topology, node, history_path, reports_dir, address=None):
     return summary(installation, deployment, topology or {}, node, history_path, reports_dir, address)
 
@@ -34,4 +39,5 @@ class FilterModule(object):
             'deploy_closing': deploy_closing,
             'deploy_summary': deploy_summary,
             'plan_closing': plan_closing,
+            'stopped_by': stopped_by,
         }

@@ -19,7 +19,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._campaign import 
     CampaignError,
     plan as _campaign_plan,
     promotion as _campaign_promotion,
-    row as _campaign_row,
+    start as _campaign_start,
+    step as _campaign_step,
     table as _campaign_table,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
@@ -169,8 +170,12 @@ def campaign_plan(campaigns, name, experiments):
         raise AnsibleFilterError(str(exc))
 
 
-def campaign_row(decision, experiment, best, candidate, lock=None, objective='output_throughput'):
-    return _campaign_row(decision, experiment, best, candidate, lock, objective)
+def campaign_start(baseline):
+    return _campaign_start(baseline)
+
+
+def campaign_step(state, planned, decision=None, candidate=None, lock=None, objective='output_throughput'):
+    return _campaign_step(state, planned, decision, candidate, lock, objective)
 
 
 def campaign_table(rows, name, node, start, best, objective='output_throughput'):
@@ -205,7 +210,8 @@ class FilterModule(object):
             'answers_compare': answers_compare,
             'answers_line': answers_line,
             'campaign_plan': campaign_plan,
-            'campaign_row': campaign_row,
+            'campaign_start': campaign_start,
+            'campaign_step': campaign_step,
             'campaign_table': campaign_table,
             'campaign_promotion': campaign_promotion,
         }

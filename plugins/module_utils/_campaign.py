@@ -82,6 +82,31 @@ def row(decision, experiment, best, candidate, lock=None, objective='output_thro
     }
 
 
+def start(baseline):
+    """A campaign before its first experiment: the baseline's benchmark is where it starts and the
+    best so far; nothing kept, no rows, nothing to promote."""
+    baseline = baseline or {}
+    return {'start': baseline, 'best': baseline, 'best_experiment': None, 'kept': [], 'rows': [], 'promotion': {}}
+
+
+def step(state, planned, decision=None, candidate=None, lock=None, objective='output_throughput'):
+    """The campaign after one experiment (``planned``, from experiment_plan): a row for it, and a
+    winner (``decision`` action ``keep``) as the best so far, its variables laid over the promotion
+    (a mapping's overlay already holds the inventory's entries and earlier winners'). A refused
+    experiment is a row with what blocked it; without a decision (check mode) nothing changes."""
+    name = planned['name']
+    if planned.get('refused'):
+        refused = {'experiment': name, 'verdict': 'refused', 'reason': '; '.join(planned.get('blocked_by') or [])}
+        return dict(state, rows=state['rows'] + [refused])
+    if decision is None:
+        return state
+    after = dict(state, rows=state['rows'] + [row(decision, name, state['best'], candidate, lock, objective)])
+    if decision.get('action') == 'keep':
+        after.update(best=candidate or {}, best_experiment=name, kept=state['kept'] + [name],
+                     promotion=dict(state['promotion'], **planned.get('overlay', {})))
+    return after
+
+
 def _num(value, digits=1):
     if value is None:
         return '-'

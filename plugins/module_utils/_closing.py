@@ -17,6 +17,20 @@ import re
 STAYS_OUT_OF_ROUTER = 'It stays out of the router until a deploy of it succeeds.'
 
 
+def stopped_by(result, task=None, fallback='the run failed'):
+    """What a rescue keeps of the task that stopped a run: its name (``task``), its message as text
+    (``fallback`` when it has none), and whether the installed SGLang refused the server arguments
+    (the result lists ``errors``). Nothing else: a failed task's whole result may hold the server's
+    command line and its secrets."""
+    result = result or {}
+    message = result.get('msg')
+    return {
+        'task': str((task or {}).get('name') or ''),
+        'msg': fallback if message is None or message == '' else str(message),
+        'arguments_refused': result.get('errors') is not None,
+    }
+
+
 def _stopped_reason(failure):
     """A stop's reason: the failed task's name, then its message (the message alone without a name)."""
     return '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg']

@@ -12,6 +12,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._campaign import 
     plan,
     promotion,
     row,
+    start,
+    step,
     table,
 )
 
@@ -75,3 +77,47 @@ def test_promotion_is_valid_host_vars_that_keeps_strings_strings():
 def test_a_campaign_that_kept_nothing_has_nothing_to_promote():
     assert promotion({}, 'pcie_throughput', 'gpu-node', []) == (
         'Campaign pcie_throughput: no experiment beat the baseline; nothing to promote.\n')
+
+
+def _planned(name, overlay=None, refused=False, blocked_by=()):
+    return {'name': name, 'overlay': overlay or {}, 'refused': refused, 'blocked_by': list(blocked_by)}
+
+
+def test_a_campaign_goes_from_the_baseline_through_a_winner_a_loser_and_a_refusal_to_its_promotion():
+    baseline, faster, slower = _bench(1867.0, 20.0), _bench(2091.0, 15.0), _bench(1925.0, 18.0)
+    campaign = start(baseline)
+    assert campaign == {'start': baseline, 'best': baseline, 'best_experiment': None, 'kept': [], 'rows': [],
+                        'promotion': {}}
+    campaign = step(campaign, _planned('max_running_requests_2048',
+                                       {'sglang_server_extra_args': {'max-running-requests': 2048}}),
+                    {'verdict': 'kept', 'action': 'keep', 'change_pct': 12.0}, faster, {'agreement': 1.0})
+    campaign = step(campaign, _planned('nccl_min_nchannels_4', {'sglang_server_extra_env': {'NCCL_MIN_NCHANNELS': '4'}}),
+                    {'verdict': 'rolled_back', 'action': 'rollback', 'change_pct': -7.9}, slower, {'agreement': 1.0})
+    campaign = step(campaign, _planned('sm120_allreduce_fusion', refused=True,
+                                       blocked_by=['allreduce_fusion_advised is false', 'no P2P']))
+    assert campaign['start'] == baseline
+    assert campaign['best'] == faster and campaign['best_experiment'] == 'max_running_requests_2048'
+    assert campaign['kept'] == ['max_running_requests_2048']
+    assert campaign['promotion'] == {'sglang_server_extra_args': {'max-running-requests': 2048}}
+    assert [(each['experiment'], each['verdict']) for each in campaign['rows']] == [
+        ('max_running_requests_2048', 'kept'), ('nccl_min_nchannels_4', 'rolled_back'),
+        ('sm120_allreduce_fusion', 'refused')]
+    # Each is measured against the best so far: the loser against the winner, not the baseline.
+    assert campaign['rows'][1]['against'] == 2091.0
+    assert campaign['rows'][2]['reason'] == 'allreduce_fusion_advised is false; no P2P'
+
+
+def test_a_later_winner_replaces_the_variables_it_sets_and_keeps_the_earlier_winners():
+    campaign = step(start(_bench(1000.0, 5.0)), _planned('a', {'sglang_server_extra_env': {'X': '1'},
+                                                              'sglang_server_extra_args': {'y': 2}}),
+                    {'verdict': 'kept', 'action': 'keep'}, _bench(1100.0, 5.0))
+    campaign = step(campaign, _planned('b', {'sglang_server_extra_env': {'X': '1', 'Z': '3'}}),
+                    {'verdict': 'kept', 'action': 'keep'}, _bench(1200.0, 5.0))
+    assert campaign['kept'] == ['a', 'b'] and campaign['best_experiment'] == 'b'
+    assert campaign['promotion'] == {'sglang_server_extra_env': {'X': '1', 'Z': '3'}, 'sglang_server_extra_args': {'y': 2}}
+
+
+def test_a_step_without_a_decision_check_mode_changes_nothing():
+    campaign = start(None)
+    assert step(campaign, _planned('a', {'x': 1})) is campaign
+    assert campaign['best'] == {}

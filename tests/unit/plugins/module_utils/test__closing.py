@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._closing import (
     STAYS_OUT_OF_ROUTER, campaign, deploy, experiment, hold_back, host_experiment, message, one_line, plan, serving_now,
+    stopped_by,
 )
 
 PLAN = {'name': 'nccl_min_nchannels_16', 'refused': False,
@@ -256,3 +257,25 @@ def test_a_plan_that_failed_on_other_nodes_names_them():
         'reason': 'the plan failed on gpu-2, gpu-3, and every node plans before any changes',
         'change': 'what the message of gpu-2, gpu-3 says',
         'serving': 'Nothing was changed on gpu-1 or any other node; each serves as it did before this run.'}
+
+
+def test_what_stopped_a_run_is_the_task_and_its_message_and_nothing_else_of_the_result():
+    result = {'msg': 'non-zero return code', 'rc': 1, 'cmd': ['sglang-launch', '--api-key', 'sk-secret'],
+              'stderr': 'sk-secret', 'invocation': {'module_args': {'api_key': 'sk-secret'}}}
+    assert stopped_by(result, {'name': 'Restart the server', 'action': 'systemd'}, 'the deploy failed') == {
+        'task': 'Restart the server', 'msg': 'non-zero return code', 'arguments_refused': False}
+
+
+@pytest.mark.parametrize('result', [{}, {'msg': ''}, {'msg': None}, None])
+def test_a_stop_without_a_message_says_the_fallback(result):
+    assert stopped_by(result, None, 'the campaign failed') == {
+        'task': '', 'msg': 'the campaign failed', 'arguments_refused': False}
+
+
+def test_a_stop_by_the_installed_sglang_refusing_the_arguments_says_so():
+    note = stopped_by({'msg': "--tp-size: invalid int value: 'eight'", 'errors': ['--tp-size']}, {'name': 'Validate'})
+    assert note['arguments_refused'] and note['msg'] == "--tp-size: invalid int value: 'eight'"
+
+
+def test_a_message_that_is_not_text_is_said_as_text():
+    assert stopped_by({'msg': ['first', 'second']})['msg'] == "['first', 'second']"
