@@ -23,11 +23,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._campaign import 
     step as _campaign_step,
     table as _campaign_table,
 )
-from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
-    CorrectnessError,
-    compare as _answers_compare,
-    line as _answers_line,
-)
+from ansible_collections.inferops.serving.plugins.module_utils._correctness import line as _answers_line
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import untouched_layers
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
@@ -154,15 +150,6 @@ def answers_line(lock, min_agreement):
     return _answers_line(lock, min_agreement)
 
 
-def answers_compare(prompts, baseline, candidate, min_agreement=0.9, max_logprob_divergence=1.0,
-                    baseline_versions=None, candidate_versions=None):
-    try:
-        return _answers_compare(prompts, baseline, candidate, min_agreement, max_logprob_divergence,
-                                baseline_versions, candidate_versions)
-    except CorrectnessError as exc:
-        raise AnsibleFilterError(str(exc))
-
-
 def campaign_plan(campaigns, name, experiments):
     try:
         return _campaign_plan(campaigns, name, experiments)
@@ -207,7 +194,6 @@ class FilterModule(object):
             'host_experiment_report': host_experiment_report,
             'host_experiment_rollback_record': host_experiment_rollback_record,
             'host_experiment_runtime': host_experiment_runtime,
-            'answers_compare': answers_compare,
             'answers_line': answers_line,
             'campaign_plan': campaign_plan,
             'campaign_start': campaign_start,

@@ -15,8 +15,11 @@ description:
   - Sends each prompt as an OpenAI-compatible chat completion with temperature 0, a fixed seed and
     O(max_tokens), asking for per-token log-probabilities (SGLang's C(logprobs)/C(top_logprobs)) and the
     tokens' ids (C(return_token_ids), which SGLang 0.5.23 answers and 0.5.9 ignores), and returns the answers
-    token by token. Run before and after a change, the two results are what the
-    correctness lock compares (filter C(inferops.serving.answers_compare)).
+    token by token.
+  - Given O(reference), the result of an earlier call (the correctness lock's baseline), it also compares
+    the answers with those: token agreement and log-probability divergence against O(min_agreement) and
+    O(max_logprob_divergence), and whether the two answers came from different SGLang or transformers
+    releases (O(versions)). The comparison is RV(lock); a lock that does not hold does not fail the module.
   - The API key travels in the C(Authorization) header only; it is never part of the arguments of a
     process or of the result.
   - The module only reads and runs in check mode as well.
@@ -57,6 +60,25 @@ options:
     description: Seconds one answer may take.
     type: float
     default: 120
+  versions:
+    description:
+      - The Python distributions and versions of the server that answers (its deploy record's C(versions)),
+        returned as they are so that a later call with this result as O(reference) names a release change.
+    type: dict
+    default: {}
+  reference:
+    description:
+      - The registered result of an earlier call with the same prompts (its C(answers) and C(versions)). When
+        given, the answers are compared with its answers (RV(lock)).
+    type: dict
+  min_agreement:
+    description: Token agreement with O(reference) the lock needs, a fraction in [0, 1].
+    type: float
+    default: 0.9
+  max_logprob_divergence:
+    description: Largest log-probability difference (nats) of an agreed token the lock allows.
+    type: float
+    default: 1.0
 seealso:
   - module: inferops.serving.serving_benchmark
 '''
@@ -69,7 +91,19 @@ EXAMPLES = r'''
     prompts:
       - What is 17 times 23?
       - Name the capital of Australia.
-  register: __answers
+    versions: "{{ sglang_installation.versions }}"
+  register: __reference
+
+- name: Ask again after the change and compare
+  inferops.serving.serving_answers:
+    model: glm-5
+    api_key: "{{ sglang_server_api_key }}"
+    prompts:
+      - What is 17 times 23?
+      - Name the capital of Australia.
+    versions: "{{ sglang_installation.versions }}"
+    reference: "{{ __reference }}"
+  register: __check
 '''
 
 RETURN = r'''
@@ -106,6 +140,17 @@ logprobs:
   returned: always
   type: bool
   sample: true
+versions:
+  description: O(versions) as given.
+  returned: always
+  type: dict
+lock:
+  description:
+    - The comparison with O(reference) - C(ok), C(agreement), C(max_logprob_divergence) (null without
+      log-probabilities), C(release_change), C(prompts) (per prompt, with what was C(compared)) and, when it does
+      not hold, a C(message) that says where the answers parted.
+  returned: when O(reference) is given
+  type: dict
 '''
 
 import json
@@ -115,6 +160,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
+    compare,
     parse_answer,
     request_body,
 )
@@ -131,6 +177,10 @@ def main():
             seed=dict(type='int', default=1234),
             top_logprobs=dict(type='int', default=1),
             request_timeout=dict(type='float', default=120),
+            versions=dict(type='dict', default={}),
+            reference=dict(type='dict'),
+            min_agreement=dict(type='float', default=0.9),
+            max_logprob_divergence=dict(type='float', default=1.0),
         ),
         supports_check_mode=True,
     )
@@ -154,8 +204,17 @@ def main():
             module.fail_json(msg='prompt %d: %s' % (index + 1, exc))
         except Exception as exc:  # pylint: disable=broad-except  # urllib raises several types; all mean "no answer"
             module.fail_json(msg='prompt %d: no answer from %s: %s' % (index + 1, url, to_native(exc)))
-    module.exit_json(changed=False, answers=answers,
-                     logprobs=all(answer['logprobs'] is not None for answer in answers))
+    result = dict(changed=False, answers=answers, versions=params['versions'],
+                  logprobs=all(answer['logprobs'] is not None for answer in answers))
+    reference = params['reference']
+    if reference is not None:
+        try:
+            result['lock'] = compare(params['prompts'], reference.get('answers') or [], answers, params['min_agreement'],
+                                     params['max_logprob_divergence'], reference.get('versions') or {},
+                                     params['versions'])
+        except CorrectnessError as exc:
+            module.fail_json(msg='the correctness lock cannot compare: %s' % exc, **result)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

@@ -81,3 +81,39 @@ def test_a_refused_request_names_the_prompt_not_the_key(server_url, capsys):
 def test_an_empty_prompt_set_is_refused(capsys):
     _out, result = run({'model': 'glm-5', 'prompts': []}, capsys)
     assert result['failed'] is True and 'at least one prompt' in result['msg']
+
+
+def test_without_a_reference_nothing_is_compared(server_url, capsys):
+    _out, result = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha'],
+                        'versions': {'sglang': '0.5.9'}}, capsys)
+    assert 'lock' not in result and result['versions'] == {'sglang': '0.5.9'}
+
+
+def test_the_same_answers_hold_the_lock(server_url, capsys):
+    args = {'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha one', 'bravo'],
+            'max_tokens': 4, 'versions': {'sglang': '0.5.9', 'transformers': '4.57.1'}}
+    _out, reference = run(args, capsys)
+    _out, check = run(dict(args, reference=reference), capsys)
+    assert check['lock']['ok'] is True and check['lock']['agreement'] == 1.0
+    assert check['lock']['max_logprob_divergence'] == 0.0 and not check['lock']['release_change']
+
+
+def test_answers_that_part_from_the_reference_break_the_lock_and_name_the_release_change(server_url, capsys):
+    args = {'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha one', 'bravo'],
+            'max_tokens': 4, 'versions': {'sglang': '0.5.23', 'transformers': '4.57.1'}}
+    _out, now = run(args, capsys)
+    # The baseline answered "x w0 w1 w2" to the first prompt: the answers part at the first token.
+    reference = {'answers': [dict(now['answers'][0], tokens=['x'] + now['answers'][0]['tokens'][1:]), now['answers'][1]],
+                 'versions': {'sglang': '0.5.9', 'transformers': '4.57.1'}}
+    out, check = run(dict(args, reference=reference, min_agreement=0.9), capsys)
+    assert check.get('failed') is not True, check
+    lock = check['lock']
+    assert lock['ok'] is False and lock['agreement'] == 0.5
+    assert 'prompt 1' in lock['message'] and '0.5.9' in str(lock['release_change'])
+    assert KEY not in out
+
+
+def test_a_reference_of_other_prompts_cannot_be_compared(server_url, capsys):
+    _out, check = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha'],
+                       'reference': {'answers': [], 'versions': {}}}, capsys)
+    assert check['failed'] is True and check['msg'].startswith('the correctness lock cannot compare: 1 prompts, but 0')
