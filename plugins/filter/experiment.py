@@ -27,7 +27,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._correctness impo
 from ansible_collections.inferops.serving.plugins.module_utils._deploy_state import untouched_layers
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import (
     ExperimentError,
-    decide,
     host_check_runtime,
     host_decide,
     host_plan,
@@ -74,11 +73,9 @@ def experiment_refusal(planned, node):
     return refusal_message(planned, node)
 
 
-def experiment_decision(baseline, candidate, max_regression=0.1, healthy=True, error=None,
-                        objective='output_throughput', min_effect=0.02, inconclusive='rollback', lock=None):
+def trial_decision(planned, gate, baseline, candidate, healthy=True, error=None, lock=None):
     try:
-        return decide(baseline, candidate, max_regression, healthy, error=error, objective=objective,
-                      min_effect=min_effect, inconclusive=inconclusive, lock=lock)
+        return _trial.decision(planned, gate, baseline, candidate, healthy, error, lock)
     except ExperimentError as exc:
         raise AnsibleFilterError(str(exc))
 
@@ -178,7 +175,7 @@ class FilterModule(object):
         return {
             'experiment_plan': experiment_plan,
             'experiment_refusal': experiment_refusal,
-            'experiment_decision': experiment_decision,
+            'trial_decision': trial_decision,
             'campaign_closing': campaign_closing,
             'experiment_closing': experiment_closing,
             'hold_back_closing': hold_back_closing,

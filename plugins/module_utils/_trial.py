@@ -2,15 +2,27 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What an experiment's trial measures against, records and says, as data.
 
-The decision itself (keep, roll back, inconclusive) is ``_experiment.decide``; these functions
-turn a trial's results into the baseline it is measured against, the history's records of the
-outcome and of a rollback, and the closing words of a kept or inconclusive experiment.
+The decision itself (keep, roll back, inconclusive) is ``_experiment.decide``, which ``decision``
+gives the role's gate settings; the other functions turn a trial's results into the baseline it
+is measured against, the history's records of the outcome and of a rollback, and the closing
+words of a kept or inconclusive experiment.
 """
 
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import summary as answers_summary
+from ansible_collections.inferops.serving.plugins.module_utils._experiment import decide
+
+
+def decision(planned, gate, baseline_result, candidate, healthy=True, error=None, lock=None):
+    """The benchmark gate's decision on a trial (``_experiment.decide``). ``gate`` holds the role's
+    settings: ``max_regression``, ``objective``, ``min_effect`` and ``inconclusive``; an experiment
+    that says what its own inconclusive result does (``planned['inconclusive']``: an upgrade is kept
+    when it is neither slower nor answers differently) overrides the gate's."""
+    return decide(baseline_result, candidate, gate['max_regression'], healthy, error=error,
+                  objective=gate['objective'], min_effect=gate['min_effect'],
+                  inconclusive=planned.get('inconclusive') or gate['inconclusive'], lock=lock)
 
 
 def baseline(history_benchmark, measured, now):

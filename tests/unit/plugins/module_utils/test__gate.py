@@ -10,6 +10,7 @@ import re
 import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import ExperimentError, decide, noise
+from ansible_collections.inferops.serving.plugins.module_utils._trial import decision as trial_decision
 from ansible_collections.inferops.serving.plugins.module_utils._serving_benchmark import (
     summarize_repeats,
     tokens_per_joule,
@@ -72,6 +73,29 @@ def test_what_inconclusive_does_is_a_setting():
     candidate = _result([1880.0, 1850.0, 1900.0])
     decision = decide(SEED_BASELINE, candidate, 0.1, True, inconclusive='keep')
     assert decision['verdict'] == 'inconclusive' and decision['action'] == 'keep'
+
+
+GATE = {'max_regression': 0.1, 'objective': 'output_throughput', 'min_effect': 0.02, 'inconclusive': 'rollback'}
+
+
+@pytest.mark.parametrize('planned, action', [
+    ({'name': 'nccl_min_nchannels_16', 'inconclusive': None}, 'rollback'),
+    ({'name': 'sglang_upgrade_0_5_23', 'inconclusive': 'keep'}, 'keep'),
+])
+def test_an_experiment_that_says_what_its_inconclusive_result_does_overrides_the_gate(planned, action):
+    decision = trial_decision(planned, GATE, SEED_BASELINE, _result([1880.0, 1850.0, 1900.0]))
+    assert decision['verdict'] == 'inconclusive' and decision['action'] == action
+
+
+def test_the_trial_decision_takes_the_gate_settings_cause_and_lock():
+    gate = dict(GATE, objective='tokens_per_joule', max_regression=0.05)
+    decision = trial_decision({'name': 'x'}, gate, SEED_BASELINE, SEED_FUSION)
+    assert decision['objective'] == 'tokens_per_joule' and decision['action'] == 'rollback'
+    stopped = trial_decision({'name': 'x'}, GATE, SEED_BASELINE, None, False, 'Restart the server: exit 1')
+    assert stopped['reason'] == 'failed' and stopped['message'].startswith('Restart the server: exit 1')
+    changed = trial_decision({'name': 'x'}, GATE, SEED_BASELINE, _result([2090.0, 2075.0, 2110.0]),
+                             lock={'ok': False, 'agreement': 0.4, 'message': 'answers parted at prompt 1'})
+    assert changed['reason'] == 'answers_changed' and changed['action'] == 'rollback'
 
 
 def test_a_gain_beyond_the_noise_is_kept():
