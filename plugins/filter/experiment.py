@@ -80,12 +80,12 @@ def trial_decision(planned, gate, baseline, candidate, healthy=True, error=None,
         raise AnsibleFilterError(str(exc))
 
 
-def experiment_closing(name, node, unit, planned=None, decision=None, failure=None):
-    return _experiment_closing(name, node, unit, planned, decision, failure)
+def experiment_closing(name, node, unit, planned=None, decision=None, failure=None, out_of_router=False):
+    return _experiment_closing(name, node, unit, planned, decision, failure, bool(out_of_router))
 
 
-def campaign_closing(name, node, failure, locked=False):
-    return _campaign_closing(name, node, failure, locked)
+def campaign_closing(name, node, failure, locked=False, out_of_router=False):
+    return _campaign_closing(name, node, failure, bool(locked), bool(out_of_router))
 
 
 def hold_back_closing(node, gate_message, routed=False, failure=None):

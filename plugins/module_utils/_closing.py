@@ -36,9 +36,10 @@ def _stopped_reason(failure):
     return '%s: %s' % (failure['task'], failure['msg']) if failure.get('task') else failure['msg']
 
 
-def experiment(name, node, unit, planned=None, decision=None, failure=None):
+def experiment(name, node, unit, planned=None, decision=None, failure=None, out_of_router=False):
     """An experiment that was refused, stopped (``failure``: the failed task's ``task`` and ``msg``)
-    or rolled back (``decision`` with verdict ``rolled_back``); None when it was kept or inconclusive."""
+    or rolled back (``decision`` with verdict ``rolled_back``); None when it was kept or inconclusive.
+    ``out_of_router``: a stopped experiment had taken the node out of a router it stays out of."""
     if failure is None and (decision or {}).get('verdict') != 'rolled_back':
         return None
     if failure is None:
@@ -63,6 +64,7 @@ def experiment(name, node, unit, planned=None, decision=None, failure=None):
         'change': 'what the message says, then run the experiment again',
         'serving': ('This run could not verify that the node serves as before: check it (journalctl -u %s), and '
                     'run deploy.yml -l %s to put the baseline back.' % (unit, node)),
+        'also': STAYS_OUT_OF_ROUTER if out_of_router else '',
     }
 
 
@@ -84,9 +86,10 @@ def hold_back(node, gate_message, routed=False, failure=None):
     }
 
 
-def campaign(name, node, failure, locked=False):
+def campaign(name, node, failure, locked=False, out_of_router=False):
     """A campaign that ``failure`` (``task``, ``msg``) refused, before the node lock (``locked`` false:
-    nothing changed), or stopped under it. What the node serves after a stop is read at the end."""
+    nothing changed), or stopped under it (``out_of_router``: after it took the node out of a router,
+    which it stays out of). What the node serves after a stop is read at the end."""
     if not locked:
         return {
             'what': 'Campaign %s refused' % name, 'reason': failure['msg'],
@@ -99,6 +102,7 @@ def campaign(name, node, failure, locked=False):
         'change': ('what the message says, then run the campaign again; deploy.yml -l %s puts back the baseline of the'
                    ' inventory' % node),
         'serving': '',
+        'also': STAYS_OUT_OF_ROUTER if out_of_router else '',
     }
 
 

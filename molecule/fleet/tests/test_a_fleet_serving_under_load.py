@@ -58,13 +58,26 @@ def healthy_urls(router_url):
     return router.healthy_worker_urls(router_url, ROUTER_KEY)
 
 
-def test_an_experiment_on_one_node_ends_with_it_back_in_the_router_and_no_request_failed(host, tmp_path, router_url):
+# An operator's campaign of one experiment, on a node of its own.
+ONE_EXPERIMENT_CAMPAIGN = {"serving_campaign": "fleet_channels", "serving_campaigns": {"fleet_channels": {
+    "description": "More NCCL channels on one routed node", "experiments": ["nccl_min_nchannels_16"]}}}
+
+
+def test_an_experiment_and_a_campaign_each_end_with_their_node_back_in_the_router_and_no_request_failed(
+        host, tmp_path, router_url):
     load = Load(tmp_path, router_url, ROUTER_KEY)
     try:
         run = run_scenario_playbook("playbooks/experiment.yml", "-l", NODES[0], "-e", "serving_experiment=max_running_requests_2048")
+        campaign = run_scenario_playbook("playbooks/campaign.yml", "-l", NODES[1], "-e", json.dumps(ONE_EXPERIMENT_CAMPAIGN))
     finally:
         clients = load.stop()
     assert run.returncode == 0, run.summary
+    assert campaign.returncode == 0, campaign.summary
+    assert campaign.said("Campaign fleet_channels on %s" % NODES[1]), campaign.summary
+    # Out of the router before the campaign's first benchmark, back in only once healthy after it.
+    assert any(result.get("changed") for result in campaign.results_named("Take the node out of the router on", NODES[1])), \
+        campaign.summary
+    assert campaign.results_named("Put the node back and wait until the router lists it healthy", NODES[1]), campaign.summary
     # 2048 requests in flight against the known-good 1024: about +17% in the lab's model. With other
     # scenarios on the same cores the spread of three runs can reach that, and the gate then rightly
     # calls it inconclusive (the experiment scenario tests the gate's verdicts); what matters here is

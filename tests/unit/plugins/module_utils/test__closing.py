@@ -52,6 +52,15 @@ def test_a_stopped_experiment_names_the_task_and_how_to_get_the_baseline_back(pl
     assert closing['reason'] == 'Take the node lock before anything changes: held by deploy since 05:00'
     assert closing['serving'] == ('This run could not verify that the node serves as before: check it (journalctl -u '
                                   'sglang.service), and run deploy.yml -l gpu-node to put the baseline back.')
+    assert closing['also'] == ''
+
+
+def test_an_experiment_or_campaign_stopped_after_the_drain_says_the_node_stays_out_of_the_router():
+    failure = {'task': 'Converge the stack with the overlay', 'msg': 'the server did not become healthy'}
+    stopped = experiment('nccl_min_nchannels_16', 'gpu-node', 'sglang.service', PLAN, None, failure, out_of_router=True)
+    assert stopped['also'] == STAYS_OUT_OF_ROUTER
+    assert campaign('pcie_throughput', 'gpu-node', failure, locked=True, out_of_router=True)['also'] == STAYS_OUT_OF_ROUTER
+    assert message(stopped, 'gpu-node', 'sglang.service').endswith(STAYS_OUT_OF_ROUTER)
 
 
 FAILED = {'task': 'Wait for the server', 'msg': 'timed out', 'arguments_refused': False}
@@ -166,6 +175,7 @@ def test_a_campaign_stopped_under_the_lock_names_the_task_and_how_to_get_the_bas
     assert closing['change'].endswith('deploy.yml -l gpu-node puts back the baseline of the inventory')
     # What the node serves is read at the end of the run (serving_now), not said here.
     assert closing['serving'] == ''
+    assert closing['also'] == ''
 
 
 GATE = ('GPU health gate: the GPUs of gpu-3 are not fit to serve: GPU 2 asks for recovery action Reset.'
