@@ -11,6 +11,7 @@ router's crash and its host's reboot. The file runs first among the scenario's t
 the files by name): test_nodes.py and test_router.py read the fleet it leaves. Every test takes
 testinfra's `host` (the router's host): pytest keeps tests that share it in file order.
 """
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -67,8 +68,13 @@ def test_an_experiment_and_a_campaign_each_end_with_their_node_back_in_the_route
         host, tmp_path, router_url):
     load = Load(tmp_path, router_url, ROUTER_KEY)
     try:
-        run = run_scenario_playbook("playbooks/experiment.yml", "-l", NODES[0], "-e", "serving_experiment=max_running_requests_2048")
-        campaign = run_scenario_playbook("playbooks/campaign.yml", "-l", NODES[1], "-e", json.dumps(ONE_EXPERIMENT_CAMPAIGN))
+        # Two operators at once, each on a node of its own: the router keeps the third node throughout.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as operators:
+            experiment = operators.submit(run_scenario_playbook, "playbooks/experiment.yml", "-l", NODES[0],
+                                          "-e", "serving_experiment=max_running_requests_2048")
+            campaign = operators.submit(run_scenario_playbook, "playbooks/campaign.yml", "-l", NODES[1],
+                                        "-e", json.dumps(ONE_EXPERIMENT_CAMPAIGN))
+            run, campaign = experiment.result(), campaign.result()
     finally:
         clients = load.stop()
     assert run.returncode == 0, run.summary
