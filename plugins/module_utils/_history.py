@@ -126,6 +126,12 @@ def latest(records, event=None, **match):
     return None
 
 
+def venvs_served(records):
+    """The venvs the deploys of ``records`` served from, oldest first: one entry per deploy record
+    that names one (records of releases before venvs were recorded name none)."""
+    return [record['venv'] for record in records if record.get('event') == 'deploy' and record.get('venv')]
+
+
 def is_repeat(records, record, key='fingerprint'):
     """True when the newest record of the same event already carries the same ``key`` value.
 

@@ -86,6 +86,14 @@ total:
   returned: always
   type: int
   sample: 12
+venvs_served:
+  description:
+    - The venvs the server ran from, one entry per deploy of the whole history (not only the last O(last)
+      records), oldest first; what role C(inferops.serving.sglang)'s C(prune) keeps the most recent of.
+  returned: always
+  type: list
+  elements: str
+  sample: [/opt/sglang/venvs/sglang-0.5.9-cu128, /opt/sglang/venvs/sglang-0.5.23-cu130]
 skipped_lines:
   description: Line numbers that did not parse and were ignored.
   returned: always
@@ -103,6 +111,7 @@ from ansible_collections.inferops.serving.plugins.module_utils._history import (
     latest,
     load,
     recent_benchmark,
+    venvs_served,
 )
 
 
@@ -136,7 +145,8 @@ def main():
             newest[event] = record
     keep = max(module.params['last'], 0)
     module.exit_json(changed=False, records=records[-keep:] if keep else [], latest=newest,
-                     fingerprint=fingerprint, benchmark=benchmark, total=len(records), skipped_lines=skipped)
+                     fingerprint=fingerprint, benchmark=benchmark, total=len(records), skipped_lines=skipped,
+                     venvs_served=venvs_served(records))
 
 
 if __name__ == '__main__':

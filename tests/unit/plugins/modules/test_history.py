@@ -212,3 +212,19 @@ def _deploy_same(path):
                 pass
     finally:
         sys.stdout = old
+
+
+def test_info_names_the_venvs_every_deploy_served_from_oldest_first(tmp_path, capsys):
+    path = tmp_path / 'history.jsonl'
+    records = [{'event': 'deploy', 'fingerprint': 'a'},
+               {'event': 'deploy', 'fingerprint': 'b', 'venv': '/opt/sglang/venvs/sglang-0.5.9-cu128'},
+               {'event': 'benchmark', 'fingerprint': 'b', 'venv': '/not/a/deploy'},
+               {'event': 'deploy', 'fingerprint': 'c', 'venv': '/opt/sglang/venvs/sglang-0.5.23-cu130'},
+               {'event': 'deploy', 'fingerprint': 'd', 'venv': '/opt/sglang/venvs/sglang-0.5.9-cu128'}]
+    path.write_text(''.join(json.dumps(dict(record, ts='x', epoch=1.0 + index, node='n')) + '\n'
+                            for index, record in enumerate(records)))
+    # The whole history counts, whatever number of records is returned.
+    info = run(history_info, {'path': str(path), 'last': 0}, capsys)
+    assert info['records'] == []
+    assert info['venvs_served'] == ['/opt/sglang/venvs/sglang-0.5.9-cu128', '/opt/sglang/venvs/sglang-0.5.23-cu130',
+                                    '/opt/sglang/venvs/sglang-0.5.9-cu128']
