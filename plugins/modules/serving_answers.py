@@ -17,7 +17,7 @@ description:
     tokens' ids (C(return_token_ids), which SGLang 0.5.23 answers and 0.5.9 ignores), and returns the answers
     token by token.
   - Given O(reference), the result of an earlier call (the correctness lock's baseline), it also compares
-    the answers with those: token agreement and log-probability divergence against O(min_agreement) and
+    the answers with those - token agreement and log-probability divergence against O(min_agreement) and
     O(max_logprob_divergence), and whether the two answers came from different SGLang or transformers
     releases (O(versions)). The comparison is RV(lock); a lock that does not hold does not fail the module.
   - The API key travels in the C(Authorization) header only; it is never part of the arguments of a

@@ -108,9 +108,8 @@ def test_a_campaign_goes_from_the_baseline_through_a_winner_a_loser_and_a_refusa
 
 
 def test_a_later_winner_replaces_the_variables_it_sets_and_keeps_the_earlier_winners():
-    campaign = step(start(_bench(1000.0, 5.0)), _planned('a', {'sglang_server_extra_env': {'X': '1'},
-                                                              'sglang_server_extra_args': {'y': 2}}),
-                    {'verdict': 'kept', 'action': 'keep'}, _bench(1100.0, 5.0))
+    first = _planned('a', {'sglang_server_extra_env': {'X': '1'}, 'sglang_server_extra_args': {'y': 2}})
+    campaign = step(start(_bench(1000.0, 5.0)), first, {'verdict': 'kept', 'action': 'keep'}, _bench(1100.0, 5.0))
     campaign = step(campaign, _planned('b', {'sglang_server_extra_env': {'X': '1', 'Z': '3'}}),
                     {'verdict': 'kept', 'action': 'keep'}, _bench(1200.0, 5.0))
     assert campaign['kept'] == ['a', 'b'] and campaign['best_experiment'] == 'b'
