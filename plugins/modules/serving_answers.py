@@ -88,19 +88,17 @@ EXAMPLES = r'''
   inferops.serving.serving_answers:
     model: glm-5
     api_key: "{{ sglang_server_api_key }}"
-    prompts:
-      - What is 17 times 23?
-      - Name the capital of Australia.
+    prompts: ["What is 17 times 23?", "Name the capital of Australia."]
     versions: "{{ sglang_installation.versions }}"
   register: __reference
 
-- name: Ask again after the change and compare
+# ... the change ...
+
+- name: Ask the same prompts again and compare the answers with the baseline's
   inferops.serving.serving_answers:
     model: glm-5
     api_key: "{{ sglang_server_api_key }}"
-    prompts:
-      - What is 17 times 23?
-      - Name the capital of Australia.
+    prompts: ["What is 17 times 23?", "Name the capital of Australia."]
     versions: "{{ sglang_installation.versions }}"
     reference: "{{ __reference }}"
   register: __check
