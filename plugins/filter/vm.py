@@ -5,6 +5,7 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import functools
 import os
 
 import yaml
@@ -19,15 +20,11 @@ _ROLE_DEFAULTS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os
                               'roles', 'proxmox_gpu_vm', 'defaults', 'main.yml')
 
 
-_role_defaults = {}
-
-
+@functools.lru_cache(maxsize=None)
 def _read_role_defaults():
     """The role's defaults file, read once per process: the roles template these settings at every use."""
-    if _ROLE_DEFAULTS not in _role_defaults:
-        with open(_ROLE_DEFAULTS) as handle:
-            _role_defaults[_ROLE_DEFAULTS] = yaml.safe_load(handle) or {}
-    return _role_defaults[_ROLE_DEFAULTS]
+    with open(_ROLE_DEFAULTS) as handle:
+        return yaml.safe_load(handle) or {}
 
 
 def vm_passthrough_settings(overlay, vm_vars, host_vars):
