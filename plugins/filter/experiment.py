@@ -96,10 +96,6 @@ def host_experiment_closing(name, vmid, vm_host, verdict=None, failure=None, loc
     return _host_experiment_closing(name, vmid, vm_host, verdict, failure, locked, out_of_router)
 
 
-def trial_baseline(history_benchmark, measured, now):
-    return _trial.baseline(history_benchmark, measured, now)
-
-
 def trial_restores_by_files(snapshot, before_url, deployment):
     return _trial.restores_by_files(snapshot, before_url, deployment)
 
@@ -154,8 +150,8 @@ def campaign_plan(campaigns, name, experiments):
         raise AnsibleFilterError(str(exc))
 
 
-def campaign_start(baseline):
-    return _campaign_start(baseline)
+def campaign_start(recent, measured, now):
+    return _campaign_start(recent, measured, now)
 
 
 def campaign_step(state, planned, decision=None, candidate=None, lock=None, objective='output_throughput'):
@@ -180,7 +176,6 @@ class FilterModule(object):
             'experiment_closing': experiment_closing,
             'hold_back_closing': hold_back_closing,
             'host_experiment_closing': host_experiment_closing,
-            'trial_baseline': trial_baseline,
             'trial_restores_by_files': trial_restores_by_files,
             'trial_outcome_record': trial_outcome_record,
             'trial_rollback_record': trial_rollback_record,

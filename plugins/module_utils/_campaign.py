@@ -19,6 +19,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.inferops.serving.plugins.module_utils._experiment import entry_problem, is_mapping
+from ansible_collections.inferops.serving.plugins.module_utils._trial import baseline as trial_baseline
 
 ENTRY_KEYS = ('description', 'experiments')
 UNITS = {'output_throughput': 'tok/s', 'tokens_per_joule': 'tok/J'}
@@ -82,11 +83,14 @@ def row(decision, experiment, best, candidate, lock=None, objective='output_thro
     }
 
 
-def start(baseline):
-    """A campaign before its first experiment: the baseline's benchmark is where it starts and the
-    best so far; nothing kept, no rows, nothing to promote."""
-    baseline = baseline or {}
-    return {'start': baseline, 'best': baseline, 'best_experiment': None, 'kept': [], 'rows': [], 'promotion': {}}
+def start(recent, measured, now):
+    """A campaign before its first experiment (an experiment on its own is a campaign of one): its
+    baseline (``_trial.baseline``: ``recent``, the history's recent result of the running
+    configuration, else ``measured``, None in --check) is where it starts and the best so far;
+    nothing kept, no rows, nothing to promote. ``message`` says which baseline it is."""
+    chosen = trial_baseline(recent, measured, now)
+    return {'start': chosen['metrics'], 'best': chosen['metrics'], 'best_experiment': None, 'kept': [], 'rows': [],
+            'promotion': {}, 'message': chosen['message']}
 
 
 def step(state, planned, decision=None, candidate=None, lock=None, objective='output_throughput'):

@@ -85,9 +85,9 @@ def _planned(name, overlay=None, refused=False, blocked_by=()):
 
 def test_a_campaign_goes_from_the_baseline_through_a_winner_a_loser_and_a_refusal_to_its_promotion():
     baseline, faster, slower = _bench(1867.0, 20.0), _bench(2091.0, 15.0), _bench(1925.0, 18.0)
-    campaign = start(baseline)
+    campaign = start(None, baseline, 1.0)
     assert campaign == {'start': baseline, 'best': baseline, 'best_experiment': None, 'kept': [], 'rows': [],
-                        'promotion': {}}
+                        'promotion': {}, 'message': 'Baseline: 1867.0 output tok/s (measured now).'}
     campaign = step(campaign, _planned('max_running_requests_2048',
                                        {'sglang_server_extra_args': {'max-running-requests': 2048}}),
                     {'verdict': 'kept', 'action': 'keep', 'change_pct': 12.0}, faster, {'agreement': 1.0})
@@ -107,9 +107,16 @@ def test_a_campaign_goes_from_the_baseline_through_a_winner_a_loser_and_a_refusa
     assert campaign['rows'][2]['reason'] == 'allreduce_fusion_advised is false; no P2P'
 
 
+def test_an_experiment_alone_starts_from_a_recent_result_in_the_history_and_says_how_old_it_is():
+    recent = {'metrics': _bench(1867.0, 20.0), 'epoch': 1000.0}
+    campaign = start(recent, None, 1422.0)
+    assert campaign['start'] == campaign['best'] == recent['metrics']
+    assert campaign['message'] == 'Baseline: 1867.0 output tok/s (from the history, 422 s old).'
+
+
 def test_a_later_winner_replaces_the_variables_it_sets_and_keeps_the_earlier_winners():
     first = _planned('a', {'sglang_server_extra_env': {'X': '1'}, 'sglang_server_extra_args': {'y': 2}})
-    campaign = step(start(_bench(1000.0, 5.0)), first, {'verdict': 'kept', 'action': 'keep'}, _bench(1100.0, 5.0))
+    campaign = step(start(None, _bench(1000.0, 5.0), 1.0), first, {'verdict': 'kept', 'action': 'keep'}, _bench(1100.0, 5.0))
     campaign = step(campaign, _planned('b', {'sglang_server_extra_env': {'X': '1', 'Z': '3'}}),
                     {'verdict': 'kept', 'action': 'keep'}, _bench(1200.0, 5.0))
     assert campaign['kept'] == ['a', 'b'] and campaign['best_experiment'] == 'b'
@@ -117,6 +124,6 @@ def test_a_later_winner_replaces_the_variables_it_sets_and_keeps_the_earlier_win
 
 
 def test_a_step_without_a_decision_check_mode_changes_nothing():
-    campaign = start(None)
+    campaign = start(None, None, 1.0)
     assert step(campaign, _planned('a', {'x': 1})) is campaign
     assert campaign['best'] == {}
