@@ -27,13 +27,15 @@ def decision(planned, gate, baseline_result, candidate, healthy=True, error=None
 
 def baseline(history_benchmark, measured, now):
     """The result an experiment is measured against: the history's recent benchmark of the running
-    configuration when there is one, else the one measured now (``measured``, possibly None in
-    --check). Returns ``metrics``, ``age_s`` (0: measured now) and the ``message`` that says so."""
+    configuration when there is one, else the one measured now (``measured``, None in --check,
+    which measures nothing). Returns ``metrics``, ``age_s`` (0: measured now) and the ``message`` that says so."""
+    if history_benchmark is None and measured is None:
+        return {'metrics': {}, 'age_s': 0, 'message': 'Baseline: not measured (check mode sends the server no load).'}
     if history_benchmark is not None:
         metrics = history_benchmark['metrics']
         age_s = int(round(float(now) - float(history_benchmark['epoch'])))
     else:
-        metrics = measured or {}
+        metrics = measured
         age_s = 0
     return {
         'metrics': metrics,

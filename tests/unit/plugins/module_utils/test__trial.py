@@ -37,7 +37,7 @@ def test_without_history_the_benchmark_measured_now_is_the_baseline():
 
 
 def test_in_check_mode_nothing_was_measured():
-    assert baseline(None, None, 1.0)['message'] == 'Baseline: n/a output tok/s (measured now).'
+    assert baseline(None, None, 1.0) == {'metrics': {}, 'age_s': 0, 'message': 'Baseline: not measured (check mode sends the server no load).'}
 
 
 @pytest.mark.parametrize('snapshot, url, expected', [
