@@ -185,11 +185,13 @@ checks: lint unit collection-test core-matrix
 # The lab image's debootstrap base builds while the venv installs (it needs no Python package).
 # The checks run beside the lab layer's build (mostly downloads) and the scenarios, whose lab
 # nodes mostly wait; their log is printed after the scenarios' lines, and either failing fails the run.
+# The checks run niced: the scenarios, which end last, get the CPU first, and the checks take the
+# time their lab nodes spend waiting.
 test:
 	@mkdir -p build
 	@{ scripts/ensure-docker.sh && molecule/resources/lab/build-image.sh --base; } >build/lab-base.log 2>&1 & base=$$!; \
 	  $(MAKE) --no-print-directory venv; \
-	  { checks=0; $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
+	  { checks=0; nice -n 10 $(MAKE) --no-print-directory checks >build/checks.log 2>&1 || checks=$$?; echo $$checks >build/checks.rc; } & \
 	  scenarios=0; { { wait $$base || { cat build/lab-base.log; false; }; } && $(MAKE) --no-print-directory lab-image \
 	    && scripts/run-scenarios.sh $(MOLECULE_JOBS) $(SCENARIOS); } || scenarios=$$?; wait; \
 	  echo "--- lint, sanity, unit and collection tests (build/checks.log)"; cat build/checks.log; \
