@@ -29,14 +29,14 @@ def baseline(history_benchmark, measured, now):
     """The result an experiment is measured against: the history's recent benchmark of the running
     configuration when there is one, else the one measured now (``measured``, None in --check,
     which measures nothing). Returns ``metrics``, ``age_s`` (0: measured now) and the ``message`` that says so."""
-    if history_benchmark is None and measured is None:
-        return {'metrics': {}, 'age_s': 0, 'message': 'Baseline: not measured (check mode sends the server no load).'}
     if history_benchmark is not None:
         metrics = history_benchmark['metrics']
         age_s = int(round(float(now) - float(history_benchmark['epoch'])))
-    else:
+    elif measured is not None:
         metrics = measured
         age_s = 0
+    else:
+        return {'metrics': {}, 'age_s': 0, 'message': 'Baseline: not measured (check mode sends the server no load).'}
     return {
         'metrics': metrics,
         'age_s': age_s,
