@@ -16,11 +16,11 @@ LAB_IMAGE ?= inferops-lab:bookworm
 # scenarios whose subject is not a fresh install start from it.
 LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
-# Every scenario, the longest first: two run at a time, so the long ones start together and the
-# short ones fill in behind them. sglang_server (plain lab image) goes second: it runs while
-# fleet's slot bakes the image that fleet, default, experiment and upgrade start from.
+# Every scenario, the longest first: three run at a time, so the long ones start together and the
+# short ones fill in behind them. sglang_server and readme (plain lab image) go second and third: they
+# run while fleet's slot bakes the image that fleet, default, experiment and upgrade start from.
 # SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet sglang_server default experiment upgrade readme sglang proxmox gpu_vm
+SCENARIOS_LONGEST_FIRST := fleet sglang_server readme experiment upgrade default sglang proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # The ansible-core releases proven beside the controller's (see core-matrix).
@@ -171,9 +171,10 @@ unit: venv
 collection-test: venv
 	$(BIN)/pytest tests/collection -q
 
-# The lab nodes mostly wait (boots, health polls, paced benchmarks): two scenarios at a time
-# keep both cores busy. MOLECULE_JOBS=1 runs them one after another.
-MOLECULE_JOBS ?= 2
+# The lab nodes wait (boots, health polls, paced benchmarks): three scenarios at a time keep both
+# cores busy to the end (with two, the last one ran its last minute alone). MOLECULE_JOBS=1 runs
+# them one after another.
+MOLECULE_JOBS ?= 3
 
 # A scenario whose nodes start from the baked image bakes it first, in its own slot.
 molecule: venv lab-image
