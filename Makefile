@@ -171,9 +171,9 @@ unit: venv
 collection-test: venv
 	$(BIN)/pytest tests/collection -q
 
-# The lab nodes wait (boots, health polls, paced benchmarks): three scenarios at a time keep both
-# cores busy to the end (with two, the last one ran its last minute alone). MOLECULE_JOBS=1 runs
-# them one after another.
+# Three scenarios at a time: with the checks beside them they keep both cores busy (0 to 3% idle
+# in `vmstat 10`), and to the end, where with two the last one ran its last minute alone on a CPU
+# it keeps about 60% busy. MOLECULE_JOBS=1 runs them one after another.
 MOLECULE_JOBS ?= 3
 
 # A scenario whose nodes start from the baked image bakes it first, in its own slot.
@@ -184,10 +184,9 @@ molecule: venv lab-image
 checks: lint unit collection-test core-matrix
 
 # The lab image's debootstrap base builds while the venv installs (it needs no Python package).
-# The checks run beside the lab layer's build (mostly downloads) and the scenarios, whose lab
-# nodes mostly wait; their log is printed after the scenarios' lines, and either failing fails the run.
-# The checks run niced: the scenarios, which end last, get the CPU first, and the checks take the
-# time their lab nodes spend waiting.
+# The checks run beside the lab layer's build (mostly downloads) and the scenarios; their log is
+# printed after the scenarios' lines, and either failing fails the run. The checks run niced: the
+# scenarios, which end last, get the CPU first, and the checks take what they leave.
 test:
 	@mkdir -p build
 	@{ scripts/ensure-docker.sh && molecule/resources/lab/build-image.sh --base; } >build/lab-base.log 2>&1 & base=$$!; \
