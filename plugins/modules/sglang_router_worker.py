@@ -15,7 +15,8 @@ description:
   - Talks to the C(/workers) API of C(sglang-router) 0.3.2 or C(smg) 1.13.0 (C(GET /workers), C(POST /workers),
     C(DELETE /workers/{id}); the older C(/add_worker) and C(/remove_worker) are gone).
   - The router adds and removes workers in the background (it answers 202). With O(wait=true) the module waits
-    until the router lists the worker as healthy (O(state=present)) or no longer lists it (O(state=absent)).
+    until the router lists the worker as healthy and is ready (O(state=present)) or no longer lists it
+    (O(state=absent)).
     C(smg) first lists a removed worker as C(draining) for some seconds; the module waits for its end, and adds
     a draining worker again only once it is gone.
   - C(smg) answers 409 when asked to add a URL it lists or is adding already; the module takes that as the worker
@@ -52,7 +53,10 @@ options:
     choices: [present, absent]
     default: present
   wait:
-    description: Wait until the router lists the worker healthy (V(present)) or no longer lists it (V(absent)).
+    description:
+      - Wait until the router lists the worker healthy (V(present)) or no longer lists it (V(absent)).
+      - With V(present), then also until the router's C(/readiness) answers 200 (it has the healthy workers it
+        needs to take requests), within O(timeout) or at least 60 seconds after the worker is listed healthy.
     type: bool
     default: true
   timeout:
@@ -144,6 +148,8 @@ from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_wo
     plan,
 )
 
+READY_AFTER_HEALTHY_S = 60
+
 
 class _Router:
     def __init__(self, module):
@@ -180,6 +186,25 @@ class _Router:
             return parse_workers(text)
         except SglangRouterWorkersError as exc:
             self.module.fail_json(msg=str(exc))
+
+    def wait_until_ready(self, deadline):
+        """Until /readiness answers 200: the router takes requests (it answers 503 without enough healthy workers)."""
+        ready_by = max(deadline, time.time() + READY_AFTER_HEALTHY_S)
+        while True:
+            # Without the key: the probe is open to anyone, and smg checks a key sent to it as a client key.
+            try:
+                response = open_url(self.base + '/readiness', method='GET', timeout=self.timeout)
+                status, text = response.getcode(), response.read()
+            except HTTPError as exc:
+                status, text = exc.code, exc.read() if hasattr(exc, 'read') else b''
+            except (URLError, OSError) as exc:
+                status, text = None, ('%s' % exc).encode()
+            if status == 200:
+                return
+            if time.time() >= ready_by:
+                self.module.fail_json(msg='The router at %s lists the worker healthy, but its /readiness still answers'
+                                          ' %s: %s' % (self.base, status, text[:300]))
+            time.sleep(1)
 
     def job_status(self, worker_id):
         try:
@@ -258,6 +283,8 @@ def main():
         wait_needed = params['wait'] and not module.check_mode and (
             decision['draining'] if params['state'] == 'absent' else not is_routed(decision['worker']))
         if not wait_needed:
+            if params['wait'] and params['state'] == 'present' and not module.check_mode:
+                router.wait_until_ready(time.time() + params['timeout'])
             workers = router.workers()
             recorded = params['members_file'] is not None and _record_members(
                 module, params['members_file'], url, params['state'], params['worker_api_key'])
@@ -306,6 +333,8 @@ def main():
                        (' Router job: %s' % (job.get('message') or job)) if isinstance(job, dict) else ''),
                 worker=entry, job_status=job)
         time.sleep(1)
+    if params['wait'] and params['state'] == 'present':
+        router.wait_until_ready(deadline)
     recorded = params['members_file'] is not None and _record_members(
         module, params['members_file'], url, params['state'], params['worker_api_key'])
     module.exit_json(changed=action != 'none' or recorded, action=action, worker=entry,

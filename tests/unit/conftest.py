@@ -204,6 +204,9 @@ class FakeRouter:
         self.adding = set()
         self.draining = {}
         self.requests = []
+        # /readiness answers 503 for this many polls before it looks at the workers.
+        self.not_ready_polls = 0
+        self.readiness_polls = 0
         router = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -225,7 +228,14 @@ class FakeRouter:
                 return True
 
             def do_GET(self):
-                if self._authorized() and self.path == '/workers':
+                # Open to anyone, as the routers' probes are: 200 once a healthy worker is listed.
+                if self.path == '/readiness':
+                    router.readiness_polls += 1
+                    if router.readiness_polls > router.not_ready_polls and any(w['is_healthy'] for w in router.workers):
+                        self._reply(200, {'status': 'ready'})
+                    else:
+                        self._reply(503, {'status': 'not ready', 'reason': 'insufficient healthy workers'})
+                elif self._authorized() and self.path == '/workers':
                     router.end_drains()
                     self._reply(200, {'workers': router.workers, 'total': len(router.workers)})
 

@@ -137,3 +137,35 @@ def test_nodes_that_join_at_once_are_all_recorded(tmp_path, monkeypatch):
     for thread in threads:
         thread.join()
     assert sorted(json.loads(members.read_text())['workers']) == sorted(urls)
+
+
+def test_a_join_waits_until_the_router_is_ready(run_module, fake_router, tmp_path):
+    fake_router.not_ready_polls = 2
+    result = join(run_module, fake_router, tmp_path / 'workers.json')
+    assert result['changed'] and result['action'] == 'add'
+    assert fake_router.readiness_polls == 3
+    # A worker already routed is checked the same way; a removal and check mode do not ask.
+    assert not join(run_module, fake_router, tmp_path / 'workers.json')['changed']
+    assert fake_router.readiness_polls == 4
+    join(run_module, fake_router, tmp_path / 'workers.json', _ansible_check_mode=True)
+    join(run_module, fake_router, tmp_path / 'workers.json', state='absent')
+    assert fake_router.readiness_polls == 4
+
+
+class _Router(sglang_router_worker._Router):
+    def __init__(self, base):
+        self.module, self.base, self.timeout = _Module(), base, 2
+
+
+def test_a_router_that_never_gets_ready_fails_the_join_saying_what_it_answers(fake_router, monkeypatch):
+    monkeypatch.setattr(sglang_router_worker, 'READY_AFTER_HEALTHY_S', 1)
+    fake_router.workers.append(fake_router.entry(WORKER))
+    fake_router.not_ready_polls = 1000
+    try:
+        _Router(fake_router.url).wait_until_ready(time.time())
+    except AssertionError as failure:
+        assert 'lists the worker healthy, but its /readiness still answers 503' in str(failure)
+        assert 'insufficient healthy workers' in str(failure)
+    else:
+        raise AssertionError('a router that is never ready must fail the join')
+    assert fake_router.readiness_polls >= 2
