@@ -14,7 +14,8 @@
 #   3. a reboot of the guest under the running server: healthy again by itself, timed from the
 #      reboot command;
 #   4. an experiment whose kernel answers wrong (the lab's faster-but-wrong server), rolled back
-#      by the correctness lock through the files it changed, as the sudoer; then deploy.yml: changed=0.
+#      by the correctness lock, as the sudoer: by converging the stack, since the reboot of step 3
+#      left the deploy record on the boot before (docs/lab.md); then deploy.yml: changed=0.
 # Each step prints its time, and each playbook its slowest tasks. The guest is stopped at the end,
 # also when a step fails.
 #
