@@ -15,13 +15,13 @@ __metaclass__ = type
 
 import time
 
-# What the history module stamps on a record itself: not carried over from the record run again.
-RECORD_STAMPS = ('ts', 'epoch', 'event', 'node')
+from ansible_collections.inferops.serving.plugins.module_utils._history import RESERVED
+
 READY_REQUEST_TIMEOUT_S = 10
 
 
 def _failure(result):
-    return '%s' % (result.get('msg') or 'failed')[:300]
+    return ('%s' % (result.get('msg') or 'failed'))[:300]
 
 
 def _by_converge(reason, changed):
@@ -55,7 +55,8 @@ def rollback_by_files(run_module, deploy_record, service, ready_url, ready_timeo
             return _by_converge('%s did not answer 200 within %s s after the files were put back (last: %s)'
                                 % (ready_url, ready_timeout, answer.get('status') or _failure(answer)), True)
         sleep(1)
-    fields = dict((key, value) for key, value in (deploy or {}).items() if key not in RECORD_STAMPS)
+    # The history stamps time, event and node on a record itself: the deploy's own fields only.
+    fields = dict((key, value) for key, value in (deploy or {}).items() if key not in RESERVED)
     recorded = run_module('inferops.serving.history', {'path': history, 'event': 'deploy', 'node': node,
                                                        'once_per_fingerprint': True, 'fields': fields})
     if recorded.get('failed'):

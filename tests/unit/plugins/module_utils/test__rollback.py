@@ -81,6 +81,11 @@ def test_a_failed_restart_or_record_is_converged_and_says_which_step():
     record_fails = Node(deploy_state={'restored': True, 'files': []}, uri={'status': 200},
                         history={'failed': True, 'msg': 'Permission denied'})
     assert record_fails.rollback()['reasons'] == ['recording the deploy that runs again failed: Permission denied']
+    # A message that is not text (a module's list of errors) is shortened as text.
+    long_errors = Node(deploy_state={'restored': True, 'files': [UNIT_FILE]},
+                       systemd_service={'failed': True, 'msg': ['x' * 400, 'y']})
+    reason = long_errors.rollback()['reasons'][0]
+    assert reason.startswith("restarting sglang.service failed: ['xxx") and len(reason) == len('restarting sglang.service failed: ') + 300
     unreadable = Node(deploy_state={'failed': True, 'msg': 'no snapshot'})
     assert unreadable.rollback() == {'restored': False, 'files': [], 'reasons': ['putting back the files failed: no snapshot'],
                                      'changed': False}
