@@ -246,23 +246,16 @@ def _distribution_reasons(record, observed):
     return _limited('files of the venv', reasons)
 
 
-def _boot_reasons(record, observed):
+def _boot_reasons(record, observed, since='the last deploy'):
     if record.get('boot_id') != observed['boot_id']:
-        return ['the node restarted since the last deploy (its GPUs and topology are read again)']
+        return ['the node restarted since %s (its GPUs and topology are read again)' % since]
     return []
 
 
-def drift(record, fingerprint, observed):
-    """Why a node whose last healthy converge left ``record`` is not current; [] when it is."""
-    if record.get('format') != RECORD_FORMAT:
-        return ['the deploy record is of another format (%s)' % record.get('format')]
-    reasons = []
-    if record.get('fingerprint') != fingerprint:
-        reasons.append('the inputs differ from those of the last deploy (variables, versions or the collection)')
-    reasons += _boot_reasons(record, observed)
-    reasons += _limited('files', ['%s %s since the last deploy'
-                                  % (path, 'is missing' if observed['files'].get(path) is None else 'changed')
-                                  for path in changed_files(record, observed)])
+def _artefact_reasons(record, observed):
+    reasons = _limited('files', ['%s %s since the last deploy'
+                                 % (path, 'is missing' if observed['files'].get(path) is None else 'changed')
+                                 for path in changed_files(record, observed)])
     reasons += _package_reasons(record, observed)
     reasons += _distribution_reasons(record, observed)
     if record.get('service') and observed['service'] != 'active':
@@ -270,11 +263,35 @@ def drift(record, fingerprint, observed):
     return reasons
 
 
-def restore_blockers(snapshot, observed):
-    """Why putting the files of ``snapshot`` (a record taken before an experiment) back would not
-    bring the node back to it: packages, Python distributions or the boot changed since; [] when
-    the files alone do."""
-    return _boot_reasons(snapshot, observed) + _package_reasons(snapshot, observed) + \
+def _format_reasons(record):
+    if record.get('format') != RECORD_FORMAT:
+        return ['the deploy record is of another format (%s)' % record.get('format')]
+    return []
+
+
+def drift(record, fingerprint, observed):
+    """Why a node whose last healthy converge left ``record`` is not current; [] when it is."""
+    if _format_reasons(record):
+        return _format_reasons(record)
+    reasons = []
+    if record.get('fingerprint') != fingerprint:
+        reasons.append('the inputs differ from those of the last deploy (variables, versions or the collection)')
+    return reasons + _boot_reasons(record, observed) + _artefact_reasons(record, observed)
+
+
+def snapshot_blockers(record, observed):
+    """Why the files ``record`` lists cannot be kept for an experiment's rollback: the node is not as
+    the record says; [] when it is. A restart since the record does not block: the files are what
+    they were, and the snapshot keeps the boot it was taken in (``restore_blockers``)."""
+    return _format_reasons(record) or _artefact_reasons(record, observed)
+
+
+def restore_blockers(snapshot, observed, snapshot_boot_id=None):
+    """Why putting the files of ``snapshot`` (a record taken before an experiment, in the boot
+    ``snapshot_boot_id``; the record's own boot when None) back would not bring the node back to it:
+    packages, Python distributions or the boot changed since; [] when the files alone do."""
+    boot = {'boot_id': snapshot_boot_id} if snapshot_boot_id else snapshot
+    return _boot_reasons(boot, observed, 'the files were kept') + _package_reasons(snapshot, observed) + \
         _distribution_reasons(snapshot, observed)
 
 

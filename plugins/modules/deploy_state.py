@@ -28,11 +28,13 @@ description:
     O(fingerprint), so that a converge that fails half way leaves a node the next plan converges
     again.
   - With O(state=snapshot), before an experiment changes anything, copies every file the record lists
-    (root only) beside it, with the record, when the node is as its record says (C(snapshot) says
-    whether it did, C(reasons) why not). With O(state=restore), when the experiment is rolled back and
-    the packages and Python distributions are still those of the snapshot, puts back every file that
-    differs from it and the record (C(restored), C(files)); the caller restarts the server. Otherwise
-    it changes nothing and says why (C(reasons)), and the caller converges the stack instead.
+    (root only) beside it, with the record and the boot it is taken in, when the node is as its record
+    says (C(snapshot) says whether it did, C(reasons) why not). A restart since the record does not stop
+    it. With O(state=restore), when the experiment is rolled back, the node is still in the boot of the
+    snapshot, and the packages and Python distributions are still those of the snapshot, puts back every
+    file that differs from it and the record as it was (C(restored), C(files)); the caller restarts the
+    server. Otherwise it changes nothing and says why (C(reasons)), and the caller converges the stack
+    instead.
   - The action plugin of the same name computes O(fingerprint) when it is not given, from every
     documented variable of the roles gpu_vm, sglang and sglang_server as it resolves for the node
     (role defaults below the node's variables), and the collection's own code.
@@ -136,9 +138,10 @@ same_layers:
   elements: str
 same_inputs:
   description:
-    - With O(state=snapshot), whether the files were kept and the record names this run's inputs. The node
-      is then exactly as a healthy converge of these inputs left it, so an experiment can leave alone the
-      layers its overlay does not touch.
+    - With O(state=snapshot), whether the files were kept, the record names this run's inputs and the node
+      has not restarted since. The node is then exactly as a healthy converge of these inputs left it, so an
+      experiment can leave alone the layers its overlay does not touch; after a restart it converges every
+      layer, as a deploy would.
   returned: always
   type: bool
 restored:
@@ -169,9 +172,13 @@ from ansible_collections.inferops.serving.plugins.module_utils._deploy_state imp
     record_text,
     restore_blockers,
     same_layers,
+    snapshot_blockers,
     stored_name,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._node_lock import write_atomically
+
+# Beside a snapshot's record: the boot it was taken in, which the restore finds the node still in.
+SNAPSHOT_BOOT = 'boot_id'
 
 
 def _read_text(path):
@@ -205,11 +212,14 @@ def _snapshot(module, path, record, result):
     if record is None:
         result['reasons'] = ['no deploy record at %s: the rollback converges the stack' % path]
         return
-    reasons = drift(record, record.get('fingerprint'), observe(record_spec(record), _read_text, _service_state(module)))
+    observed = observe(record_spec(record), _read_text, _service_state(module))
+    reasons = snapshot_blockers(record, observed)
     if reasons:
         result['reasons'] = reasons
         return
-    result.update(snapshot=True, changed=True, same_inputs=record.get('fingerprint') == module.params['fingerprint'])
+    # After a restart the node is as recorded but not current (drift): the experiment converges
+    # every layer in this boot, as a deploy would, and the record put back keeps its own boot.
+    result.update(snapshot=True, changed=True, same_inputs=not drift(record, module.params['fingerprint'], observed))
     if module.check_mode:
         return
     shutil.rmtree(folder, ignore_errors=True)
@@ -217,6 +227,7 @@ def _snapshot(module, path, record, result):
     for name, checksum in (record.get('files') or {}).items():
         if checksum is not None:
             _copy(name, os.path.join(folder, 'files', stored_name(name)), name)
+    write_atomically(os.path.join(folder, SNAPSHOT_BOOT), observed['boot_id'] + '\n', mode=0o600)
     write_atomically(os.path.join(folder, 'record.json'), record_text(record), mode=0o600)
 
 
@@ -228,7 +239,7 @@ def _restore(module, path, result):
         return
     snapshot = parse_record(text, os.path.join(folder, 'record.json'))
     observed = observe(record_spec(snapshot), _read_text, _service_state(module))
-    reasons = restore_blockers(snapshot, observed)
+    reasons = restore_blockers(snapshot, observed, (_read_text(os.path.join(folder, SNAPSHOT_BOOT)) or '').strip())
     if reasons:
         result['reasons'] = reasons
         return

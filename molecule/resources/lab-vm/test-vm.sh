@@ -14,8 +14,10 @@
 #   3. a reboot of the guest under the running server: healthy again by itself, timed from the
 #      reboot command;
 #   4. an experiment whose kernel answers wrong (the lab's faster-but-wrong server), rolled back
-#      by the correctness lock, as the sudoer: by converging the stack, since the reboot of step 3
-#      left the deploy record on the boot before (docs/lab.md); then deploy.yml: changed=0.
+#      by the correctness lock, as the sudoer, through the files it changed: the reboot of step 3
+#      makes the experiment converge every layer but does not stop the files being kept;
+#   5. deploy.yml: converges once, since the record put back is still on the boot before step 3's
+#      reboot (a deploy after a reboot reads the GPUs again); then deploy.yml: changed=0.
 # Each step prints its time, and each playbook its slowest tasks. The guest is stopped at the end,
 # also when a step fails.
 #
@@ -248,10 +250,16 @@ rollback=$(guest sudo cat /var/lib/sglang/history.jsonl | python3 -c '
 import json, sys
 r = [record for record in map(json.loads, filter(str.strip, sys.stdin)) if record["event"] == "rollback"][-1]
 print("%s, recovery %s s" % (r["how"], r["recovery_s"]))')
+[[ "$rollback" == "files put back: "* ]] || fail "the experiment was not rolled back through its files: $rollback"
 say "experiment rolled back by the correctness lock in $((SECONDS - step)) s ($rollback): $(recap experiment)"
 slowest_tasks experiment
 step=$SECONDS
 playbook after-experiment || { tail -n 40 "$work/after-experiment.log"; fail "deploy.yml after the experiment"; }
-recap after-experiment | grep -q 'changed=0 ' || fail "deploy.yml after the rollback changed the node: $(recap after-experiment)"
-say "deploy.yml after the rollback in $((SECONDS - step)) s: $(recap after-experiment)"
+grep -q "$name would change: the node restarted since the last deploy" "$work/after-experiment.log" \
+  || fail "deploy.yml after the rollback did not converge for the reboot of step 3: $(recap after-experiment)"
+say "deploy.yml after the rollback, converging for the reboot of step 3, in $((SECONDS - step)) s: $(recap after-experiment)"
+step=$SECONDS
+playbook settled || { tail -n 40 "$work/settled.log"; fail "deploy.yml after the converge"; }
+recap settled | grep -q 'changed=0 ' || fail "deploy.yml after the converge changed the node: $(recap settled)"
+say "deploy.yml again in $((SECONDS - step)) s: $(recap settled)"
 say "passed in $((SECONDS - started)) s"

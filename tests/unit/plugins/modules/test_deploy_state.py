@@ -1,5 +1,6 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """deploy_state on a node: the record, the plan, and the files an experiment changed put back."""
+import json
 import os
 
 MODULE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "modules", "deploy_state.py")
@@ -108,3 +109,35 @@ def test_a_record_without_layers_leaves_none_alone(run_module, tmp_path):
     where, unit, _env = lay_out(tmp_path)
     run_module(state="present", fingerprint="old-release", files=[str(unit)], **where)
     assert run_module(state="query", fingerprint="new", layers={"gpu_vm": "x"}, **where)["same_layers"] == []
+
+
+def test_a_restart_since_the_deploy_does_not_stop_the_files_being_kept_and_put_back(run_module, tmp_path):
+    # A node rebooted since its deploy: as recorded, but its layers are read again (same_inputs false).
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="baseline", files=[str(unit)], **where)
+    record = json.loads(open(where["path"]).read())
+    record["boot_id"] = "a-boot-before"
+    with open(where["path"], "w") as handle:
+        handle.write(json.dumps(record))
+    kept = run_module(state="snapshot", fingerprint="baseline", **where)
+    assert kept["snapshot"] and not kept["same_inputs"], kept
+    unit.write_text("ExecStart=/x --tp 8 --enable-flashinfer-allreduce-fusion\n")
+    restored = run_module(state="restore", **where)
+    assert restored["restored"] and restored["files"] == [str(unit)], restored
+    assert unit.read_text() == "ExecStart=/x --tp 8\n"
+    # The record as it was: the next deploy still reads the GPUs of this boot again.
+    assert json.loads(open(where["path"]).read())["boot_id"] == "a-boot-before"
+    planned = run_module(state="query", fingerprint="baseline", **where)
+    assert planned["plan"] == "changes" and "restarted" in planned["reasons"][0], planned
+
+
+def test_a_restart_during_the_experiment_leaves_the_rollback_to_a_converge(run_module, tmp_path):
+    where, unit, _env = lay_out(tmp_path)
+    run_module(state="present", fingerprint="baseline", files=[str(unit)], **where)
+    assert run_module(state="snapshot", fingerprint="baseline", **where)["snapshot"]
+    (tmp_path / "state" / "before-trial" / "boot_id").write_text("the-boot-of-the-snapshot\n")
+    unit.write_text("changed\n")
+    refused = run_module(state="restore", **where)
+    assert not refused["restored"] and not refused["changed"], refused
+    assert refused["reasons"] == ["the node restarted since the files were kept (its GPUs and topology are read again)"]
+    assert unit.read_text() == "changed\n"
