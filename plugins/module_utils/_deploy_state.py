@@ -246,8 +246,8 @@ def _distribution_reasons(record, observed):
     return _limited('files of the venv', reasons)
 
 
-def _boot_reasons(record, observed, since='the last deploy'):
-    if record.get('boot_id') != observed['boot_id']:
+def _boot_reasons(boot_id, observed, since='the last deploy'):
+    if boot_id != observed['boot_id']:
         return ['the node restarted since %s (its GPUs and topology are read again)' % since]
     return []
 
@@ -271,12 +271,12 @@ def _format_reasons(record):
 
 def drift(record, fingerprint, observed):
     """Why a node whose last healthy converge left ``record`` is not current; [] when it is."""
-    if _format_reasons(record):
-        return _format_reasons(record)
-    reasons = []
+    reasons = _format_reasons(record)
+    if reasons:
+        return reasons
     if record.get('fingerprint') != fingerprint:
         reasons.append('the inputs differ from those of the last deploy (variables, versions or the collection)')
-    return reasons + _boot_reasons(record, observed) + _artefact_reasons(record, observed)
+    return reasons + _boot_reasons(record.get('boot_id'), observed) + _artefact_reasons(record, observed)
 
 
 def snapshot_blockers(record, observed):
@@ -290,8 +290,8 @@ def restore_blockers(snapshot, observed, snapshot_boot_id=None):
     """Why putting the files of ``snapshot`` (a record taken before an experiment, in the boot
     ``snapshot_boot_id``; the record's own boot when None) back would not bring the node back to it:
     packages, Python distributions or the boot changed since; [] when the files alone do."""
-    boot = {'boot_id': snapshot_boot_id} if snapshot_boot_id else snapshot
-    return _boot_reasons(boot, observed, 'the files were kept') + _package_reasons(snapshot, observed) + \
+    boot_id = snapshot_boot_id or snapshot.get('boot_id')
+    return _boot_reasons(boot_id, observed, 'the files were kept') + _package_reasons(snapshot, observed) + \
         _distribution_reasons(snapshot, observed)
 
 
