@@ -17,7 +17,8 @@
 #      by the correctness lock, as the sudoer, through the files it changed: the reboot of step 3
 #      makes the experiment converge every layer but does not stop the files being kept;
 #   5. deploy.yml: converges once, since the record put back is still on the boot before step 3's
-#      reboot (a deploy after a reboot reads the GPUs again); then deploy.yml: changed=0.
+#      reboot (a deploy after a reboot reads the GPUs again), and changes nothing but that record;
+#      then deploy.yml: changed=0.
 # Each step prints its time, and each playbook its slowest tasks. The guest is stopped at the end,
 # also when a step fails.
 #
@@ -32,6 +33,8 @@ work=$(mktemp -d /var/tmp/inferops-test-vm.XXXXXX)
 project=$work/project
 bin=$repo/.venv/bin
 api_key='lab-api-key-not-a-secret'  # the lab inventory's made-up key
+# The one task a converge that changes nothing on the node still changes after a reboot (its record names the boot).
+record_task="inferops.serving.serving : Record what the healthy converge left on the node"
 
 say() { printf '[test-vm] %s\n' "$*"; }
 fail() { say "FAILED: $*"; exit 1; }
@@ -129,6 +132,12 @@ spans = sorted(((after[0] - before[0]).total_seconds(), before[1]) for before, a
 for seconds, task in reversed(spans[-8:]):
     print('    %6.0f s  %s' % (seconds, task.replace('TASK [', '', 1).replace('RUNNING HANDLER [', 'handler ', 1)[:-1]))
 PY
+}
+
+# The tasks that reported a change in a playbook's run, one per line, from its output.
+changed_tasks() {
+  awk '/^(TASK|RUNNING HANDLER) \[/ { task = $0; sub(/^(TASK|RUNNING HANDLER) \[/, "", task); sub(/\] \**$/, "", task) }
+       /^changed: / { print task }' "$work/$1.log" | sort -u
 }
 
 # A second run while the first one reboots the node: the first run's lock must refuse it with its
@@ -257,6 +266,9 @@ step=$SECONDS
 playbook after-experiment || { tail -n 40 "$work/after-experiment.log"; fail "deploy.yml after the experiment"; }
 grep -q "$name would change: the node restarted since the last deploy" "$work/after-experiment.log" \
   || fail "deploy.yml after the rollback did not converge for the reboot of step 3: $(recap after-experiment)"
+# The rollback left the stack as the deploy had: the converge only records the new boot.
+[[ "$(changed_tasks after-experiment)" == "$record_task" ]] \
+  || fail "deploy.yml after the rollback changed more than its record: $(changed_tasks after-experiment | paste -sd ';')"
 say "deploy.yml after the rollback, converging for the reboot of step 3, in $((SECONDS - step)) s: $(recap after-experiment)"
 step=$SECONDS
 playbook settled || { tail -n 40 "$work/settled.log"; fail "deploy.yml after the converge"; }
