@@ -88,11 +88,11 @@ left:
 '''
 
 import time
+from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.urls import open_url
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import drain
 
 

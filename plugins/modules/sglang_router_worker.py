@@ -131,10 +131,10 @@ import json
 import os
 import tempfile
 import time
+from urllib.error import HTTPError, URLError
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
-from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.inferops.serving.plugins.module_utils._node_lock import NodeLockError, held_flock
 from ansible_collections.inferops.serving.plugins.module_utils._sglang_router_workers import (
     SglangRouterWorkersError,

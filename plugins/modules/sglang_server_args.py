@@ -258,6 +258,13 @@ from ansible_collections.inferops.serving.plugins.module_utils._systemd_quote im
     systemd_command_line,
 )
 
+try:
+    # ansible-core 2.22 and later: the controller masks, wherever it shows or logs them, the values a module
+    # registers here. no_log_values alone no longer takes a value out of the module's result there.
+    from ansible.module_utils.secrets import register_secret
+except ImportError:  # ansible-core 2.21 and earlier take no_log_values out of the result in the module
+    register_secret = None
+
 _PACKAGE = 'sglang'
 _SERVER_ARGS = os.path.join(_PACKAGE, 'srt', 'server_args.py')
 _SERVER_ARGS_MODULE = 'sglang.srt.server_args'
@@ -272,6 +279,8 @@ def _hide_secret_looking_values(module, *layers):
             if flag_looks_secret(key) and value not in (None, True, False):
                 for item in (value if isinstance(value, list) else [value]):
                     module.no_log_values.add(str(item))
+                    if register_secret is not None:
+                        register_secret(str(item))
 
 
 def main():

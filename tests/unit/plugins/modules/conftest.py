@@ -6,12 +6,25 @@ import sys
 
 import pytest
 
+from ansible.module_utils.common import warnings as module_warnings
+from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
+
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+
+
+@pytest.fixture(autouse=True)
+def no_warnings_of_earlier_module_runs():
+    """Ansible keeps a module's warnings in module-wide globals, one module per process in a real run; the
+    tests that run modules in this process (patch_module_args) would otherwise return earlier tests' too."""
+    # pylint: disable=protected-access
+    module_warnings._global_warnings.clear()
+    module_warnings._global_deprecations.clear()
 
 
 @pytest.fixture
 def run_module(tmp_path, request):
-    """Callable running the module file named by the test file's MODULE with the given arguments."""
+    """Callable running the module file named by the test file's MODULE with the given arguments; its
+    result as the controller shows it (tests/utils/module_result.py)."""
     def run(**args):
         args_file = tmp_path / "args.json"
         args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
@@ -19,7 +32,7 @@ def run_module(tmp_path, request):
         proc = subprocess.run([sys.executable, request.module.MODULE, str(args_file)], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         assert "Traceback" not in proc.stdout + proc.stderr
-        return json.loads(proc.stdout)
+        return as_shown(json.loads(proc.stdout))
     return run
 
 

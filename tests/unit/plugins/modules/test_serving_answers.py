@@ -11,6 +11,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import serving_answers
+from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
 
 KEY = 'sk-test-0123456789'
 SEEN = []
@@ -54,11 +55,12 @@ def server_url():
 
 
 def run(args, capsys):
+    """The module's result as the controller shows it, as JSON text and as data."""
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             serving_answers.main()
-    out = capsys.readouterr().out
-    return out, json.loads(out)
+    result = as_shown(json.loads(capsys.readouterr().out))
+    return json.dumps(result), result
 
 
 def test_answers_are_greedy_tokens_with_logprobs_and_the_key_stays_out(server_url, capsys):

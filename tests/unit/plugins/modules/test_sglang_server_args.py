@@ -13,6 +13,7 @@ import pytest
 from ansible.module_utils.common.parameters import PASS_VARS
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_server_args
+from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
 
 
 @pytest.fixture
@@ -21,10 +22,11 @@ def venv(sglang_venv):
 
 
 def _run(capsys, args):
+    """The module's result as the controller shows it."""
     with patch_module_args(args):
         with pytest.raises(SystemExit):
             sglang_server_args.main()
-    return json.loads(capsys.readouterr().out)
+    return as_shown(json.loads(capsys.readouterr().out))
 
 
 def test_valid_arguments_give_argv_and_endpoint(venv, capsys):
