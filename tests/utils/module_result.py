@@ -2,8 +2,8 @@
 """A module's JSON result as the controller shows it, for the tests that run a module on its own.
 
 Up to ansible-core 2.21 a module takes its no_log values out of its result itself. From 2.22 the
-module lists them in one field of its result instead, and the controller masks them in everything it
-shows, logs or hands a callback (and drops the field). A test that checks that a key stays out of what
+module lists them in one field of its result instead, and the controller takes the field out and masks
+those values in everything it shows or logs. A test that checks that a key stays out of what
 a user sees reads the result through as_shown(), which masks as the controller of 2.22 does: on every
 release, a key the module did not hide or list is still there for the test to find.
 
