@@ -277,10 +277,10 @@ def _hide_secret_looking_values(module, *layers):
             continue
         for key, value in layer.items():
             if flag_looks_secret(key) and value not in (None, True, False):
-                for item in (value if isinstance(value, list) else [value]):
-                    module.no_log_values.add(str(item))
+                for secret in (str(item) for item in (value if isinstance(value, list) else [value])):
+                    module.no_log_values.add(secret)
                     if register_secret is not None:
-                        register_secret(str(item))
+                        register_secret(secret)
 
 
 def main():
