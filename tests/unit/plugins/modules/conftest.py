@@ -6,19 +6,9 @@ import sys
 
 import pytest
 
-from ansible.module_utils.common import warnings as module_warnings
 from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
 
 REPO_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
-
-
-@pytest.fixture(autouse=True)
-def no_warnings_of_earlier_module_runs():
-    """Ansible keeps a module's warnings in module-wide globals, one module per process in a real run; the
-    tests that run modules in this process (patch_module_args) would otherwise return earlier tests' too."""
-    # pylint: disable=protected-access
-    module_warnings._global_warnings.clear()
-    module_warnings._global_deprecations.clear()
 
 
 @pytest.fixture

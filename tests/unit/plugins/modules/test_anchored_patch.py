@@ -3,13 +3,11 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
-
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from record_hashes import encode_hash
 from ansible_collections.inferops.serving.plugins.modules import anchored_patch
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 ORIGINAL = b"def gen_trtllm_comm_module():\n    return flags(\n        supported_major_versions=[9, 10]\n    )\n"
 FILES = [{
@@ -22,10 +20,7 @@ FILES = [{
 
 
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            anchored_patch.main()
-    return json.loads(capsys.readouterr().out)
+    return run_in_process(anchored_patch.main, args, capsys)
 
 
 @pytest.fixture

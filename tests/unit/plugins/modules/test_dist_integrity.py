@@ -3,21 +3,17 @@
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
 import sys
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from record_hashes import encode_hash
 from ansible_collections.inferops.serving.plugins.modules import dist_integrity
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            dist_integrity.main()
-    return json.loads(capsys.readouterr().out)
+    return run_in_process(dist_integrity.main, args, capsys)
 
 
 @pytest.fixture

@@ -6,20 +6,16 @@ __metaclass__ = type
 import json
 import os
 
-import pytest
-
 from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import history, history_info
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 
 MODULE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'plugins', 'modules', 'history.py')
 
 
 def run(module, args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            module.main()
-    return json.loads(capsys.readouterr().out)
+    return run_in_process(module.main, args, capsys)
 
 
 def deploy(path, fingerprint, **extra):

@@ -9,9 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import serving_answers
-from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 KEY = 'sk-test-0123456789'
 SEEN = []
@@ -56,10 +55,7 @@ def server_url():
 
 def run(args, capsys):
     """The module's result as the controller shows it, as JSON text and as data."""
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            serving_answers.main()
-    result = as_shown(json.loads(capsys.readouterr().out))
+    result = run_in_process(serving_answers.main, args, capsys)
     return json.dumps(result), result
 
 

@@ -13,8 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import serving_benchmark
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 
 class _Server(BaseHTTPRequestHandler):
@@ -56,10 +56,7 @@ def fake_nvidia_smi(tmp_path, monkeypatch):
 
 
 def run(args, capsys):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            serving_benchmark.main()
-    return json.loads(capsys.readouterr().out)
+    return run_in_process(serving_benchmark.main, args, capsys)
 
 
 def test_builtin_benchmark_reports_throughput_and_gpu_power(server_url, fake_nvidia_smi, capsys):

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_router_args
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 MEMBERS = {'sglang-router': 'sglang_router/router_args.py', 'smg': 'smg/router_args.py'}
 ROLE_DEFAULT_ARGS = {'host': '0.0.0.0', 'port': 30000, 'policy': 'cache_aware', 'prometheus-host': '0.0.0.0',
@@ -30,10 +30,7 @@ def router_venv(tmp_path, router_wheel_file):
 
 
 def _run(capsys, args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            sglang_router_args.main()
-    return json.loads(capsys.readouterr().out)
+    return run_in_process(sglang_router_args.main, args, capsys)
 
 
 @pytest.mark.parametrize('package, module, title', [('sglang-router', 'sglang_router.launch_router', 'sglang::router'),

@@ -11,9 +11,8 @@ import shutil
 import pytest
 
 from ansible.module_utils.common.parameters import PASS_VARS
-from ansible.module_utils.testing import patch_module_args
 from ansible_collections.inferops.serving.plugins.modules import sglang_server_args
-from ansible_collections.inferops.serving.tests.utils.module_result import as_shown
+from ansible_collections.inferops.serving.tests.utils.module_result import run_in_process
 
 
 @pytest.fixture
@@ -22,11 +21,7 @@ def venv(sglang_venv):
 
 
 def _run(capsys, args):
-    """The module's result as the controller shows it."""
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            sglang_server_args.main()
-    return as_shown(json.loads(capsys.readouterr().out))
+    return run_in_process(sglang_server_args.main, args, capsys)
 
 
 def test_valid_arguments_give_argv_and_endpoint(venv, capsys):
