@@ -52,6 +52,36 @@ def request_body(model, prompt, max_tokens, seed, top_logprobs=1):
     return body
 
 
+# What a request asks besides the model: the reference's answers are comparable only with answers to these.
+REQUEST_DEFAULTS = {'prompts': None, 'max_tokens': 32, 'seed': 1234, 'top_logprobs': 1}
+
+
+def asked(given, reference=None):
+    """The prompts and decoding settings to ask: those ``reference`` (an earlier result) was asked.
+
+    ``given`` maps the names of ``REQUEST_DEFAULTS`` to a value or None. A reference that records
+    its request fixes it, so that the answers compared are answers to the same questions; a given
+    value that differs from the recorded one is refused rather than compared. Without a recorded
+    request, the given values and then the defaults apply.
+    """
+    recorded = (reference or {}).get('request') or {}
+    request = {}
+    for name, default in REQUEST_DEFAULTS.items():
+        value = given.get(name)
+        if name in recorded:
+            if value is not None and value != recorded[name]:
+                raise CorrectnessError('%s is %r, but the reference was asked with %r: a comparison asks what the '
+                                       'reference answered (leave %s out to take the reference\'s)'
+                                       % (name, value, recorded[name], name))
+            value = recorded[name]
+        request[name] = default if value is None else value
+    if not request['prompts']:
+        raise CorrectnessError('prompts is empty: the correctness lock needs at least one prompt')
+    if request['max_tokens'] < 1 or request['top_logprobs'] < 0:
+        raise CorrectnessError('max_tokens must be at least 1 and top_logprobs 0 or more')
+    return request
+
+
 def parse_answer(response):
     """Text, tokens and per-token log-probabilities (None when absent) of one chat completion."""
     if not isinstance(response, dict) or not response.get('choices'):

@@ -38,24 +38,28 @@ options:
     description: API key of the server, sent as a bearer token.
     type: str
   prompts:
-    description: The prompts, each sent as one user message.
+    description:
+      - The prompts, each sent as one user message. Required without O(reference); with it, left out to ask
+        the prompts the reference was asked (RV(request)), and refused when it differs from them.
+      - O(max_tokens), O(seed) and O(top_logprobs) are taken from the reference in the same way.
     type: list
     elements: str
-    required: true
   max_tokens:
-    description: Tokens per answer. A few dozen show a change in the arithmetic without a long wait.
+    description:
+      - Tokens per answer. A few dozen show a change in the arithmetic without a long wait.
+      - Without O(reference) (or one that records no request), C(32).
     type: int
-    default: 32
   seed:
-    description: Sampling seed sent with each request (greedy decoding does not need it; it pins what might sample).
+    description:
+      - Sampling seed sent with each request (greedy decoding does not need it; it pins what might sample).
+      - Without O(reference) (or one that records no request), C(1234).
     type: int
-    default: 1234
   top_logprobs:
     description:
       - Alternatives per position whose log-probabilities the server returns; 0 asks for no log-probabilities
         (then tokens are the answer's whitespace-separated words).
+      - Without O(reference) (or one that records no request), C(1).
     type: int
-    default: 1
   request_timeout:
     description: Seconds one answer may take.
     type: float
@@ -68,8 +72,9 @@ options:
     default: {}
   reference:
     description:
-      - The registered result of an earlier call with the same prompts (its C(answers) and C(versions)). When
-        given, the answers are compared with its answers (RV(lock)).
+      - The registered result of an earlier call (its C(answers), C(request) and C(versions)). When given, the
+        prompts it was asked are asked again with its decoding settings and the answers are compared with its
+        answers (RV(lock)).
     type: dict
   min_agreement:
     description: Token agreement with O(reference) the lock needs, a fraction in [0, 1].
@@ -94,11 +99,10 @@ EXAMPLES = r'''
 
 # ... the change ...
 
-- name: Ask the same prompts again and compare the answers with the baseline's
+- name: Ask the baseline's prompts again and compare the answers with the baseline's
   inferops.serving.serving_answers:
     model: glm-5
     api_key: "{{ sglang_server_api_key }}"
-    prompts: ["What is 17 times 23?", "Name the capital of Australia."]
     versions: "{{ sglang_installation.versions }}"
     reference: "{{ __reference }}"
   register: __check
@@ -133,6 +137,13 @@ answers:
       description: Why generation stopped (C(length) at O(max_tokens)).
       type: str
       sample: length
+request:
+  description:
+    - What was asked - C(prompts), C(max_tokens), C(seed) and C(top_logprobs) - so that a later call with this
+      result as O(reference) asks the same.
+  returned: always
+  type: dict
+  sample: {prompts: ["What is 17 times 23?"], max_tokens: 32, seed: 1234, top_logprobs: 1}
 logprobs:
   description: Whether the server returned log-probabilities for every answer.
   returned: always
@@ -158,6 +169,7 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible.module_utils.urls import open_url
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
+    asked,
     compare,
     parse_answer,
     request_body,
@@ -170,10 +182,10 @@ def main():
             base_url=dict(type='str', default='http://127.0.0.1:8000'),
             model=dict(type='str', required=True),
             api_key=dict(type='str', no_log=True),
-            prompts=dict(type='list', elements='str', required=True),
-            max_tokens=dict(type='int', default=32, no_log=False),
-            seed=dict(type='int', default=1234),
-            top_logprobs=dict(type='int', default=1),
+            prompts=dict(type='list', elements='str'),
+            max_tokens=dict(type='int', no_log=False),
+            seed=dict(type='int'),
+            top_logprobs=dict(type='int'),
             request_timeout=dict(type='float', default=120),
             versions=dict(type='dict', default={}),
             reference=dict(type='dict'),
@@ -183,17 +195,18 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if not params['prompts']:
-        module.fail_json(msg='prompts is empty: the correctness lock needs at least one prompt')
-    if params['max_tokens'] < 1 or params['top_logprobs'] < 0:
-        module.fail_json(msg='max_tokens must be at least 1 and top_logprobs 0 or more')
+    reference = params['reference']
+    try:
+        request = asked(params, reference)
+    except CorrectnessError as exc:
+        module.fail_json(msg=to_native(exc))
     url = params['base_url'].rstrip('/') + '/v1/chat/completions'
     headers = {'Content-Type': 'application/json'}
     if params['api_key']:
         headers['Authorization'] = 'Bearer %s' % params['api_key']
     answers = []
-    for index, prompt in enumerate(params['prompts']):
-        body = request_body(params['model'], prompt, params['max_tokens'], params['seed'], params['top_logprobs'])
+    for index, prompt in enumerate(request['prompts']):
+        body = request_body(params['model'], prompt, request['max_tokens'], request['seed'], request['top_logprobs'])
         try:
             response = open_url(url, data=json.dumps(body), headers=headers, method='POST',
                                 timeout=params['request_timeout'])
@@ -202,12 +215,11 @@ def main():
             module.fail_json(msg='prompt %d: %s' % (index + 1, exc))
         except Exception as exc:  # pylint: disable=broad-except  # urllib raises several types; all mean "no answer"
             module.fail_json(msg='prompt %d: no answer from %s: %s' % (index + 1, url, to_native(exc)))
-    result = dict(changed=False, answers=answers, versions=params['versions'],
+    result = dict(changed=False, answers=answers, request=request, versions=params['versions'],
                   logprobs=all(answer['logprobs'] is not None for answer in answers))
-    reference = params['reference']
     if reference is not None:
         try:
-            result['lock'] = compare(params['prompts'], reference.get('answers') or [], answers, params['min_agreement'],
+            result['lock'] = compare(request['prompts'], reference.get('answers') or [], answers, params['min_agreement'],
                                      params['max_logprob_divergence'], reference.get('versions') or {},
                                      params['versions'])
         except CorrectnessError as exc:

@@ -11,6 +11,7 @@ import pytest
 
 from ansible_collections.inferops.serving.plugins.module_utils._correctness import (
     CorrectnessError,
+    asked,
     compare,
     line,
     parse_answer,
@@ -221,3 +222,40 @@ def test_the_line_of_a_failed_lock_says_why_and_a_missing_divergence_says_so():
                            ' (the server returned none) - ' % round(lock['agreement'] * 100, 1)), said
     assert said.endswith(lock['message'])
     assert not lock['ok']
+
+
+NOTHING_GIVEN = {'prompts': None, 'max_tokens': None, 'seed': None, 'top_logprobs': None}
+
+
+def test_without_a_reference_the_given_request_is_asked_with_the_defaults_for_the_rest():
+    assert asked(dict(NOTHING_GIVEN, prompts=PROMPTS, max_tokens=8)) == {
+        'prompts': PROMPTS, 'max_tokens': 8, 'seed': 1234, 'top_logprobs': 1}
+
+
+def test_a_reference_fixes_what_is_asked():
+    recorded = {'prompts': PROMPTS, 'max_tokens': 16, 'seed': 7, 'top_logprobs': 0}
+    assert asked(NOTHING_GIVEN, {'answers': [], 'request': recorded}) == recorded
+    # Given again as the reference was asked, the same request.
+    assert asked(dict(recorded), {'request': recorded}) == recorded
+
+
+@pytest.mark.parametrize('name, value', [('prompts', PROMPTS[:1]), ('max_tokens', 32), ('seed', 1), ('top_logprobs', 1)])
+def test_a_request_other_than_the_references_is_refused_by_name(name, value):
+    recorded = {'prompts': PROMPTS, 'max_tokens': 16, 'seed': 7, 'top_logprobs': 0}
+    with pytest.raises(CorrectnessError, match=r'^%s is .* but the reference was asked with .*leave %s out' % (name, name)):
+        asked(dict(NOTHING_GIVEN, **{name: value}), {'request': recorded})
+
+
+def test_a_reference_that_records_no_request_leaves_the_given_one():
+    assert asked(dict(NOTHING_GIVEN, prompts=PROMPTS), {'answers': []})['prompts'] == PROMPTS
+
+
+@pytest.mark.parametrize('given, message', [
+    (NOTHING_GIVEN, 'prompts is empty'),
+    (dict(NOTHING_GIVEN, prompts=[]), 'prompts is empty'),
+    (dict(NOTHING_GIVEN, prompts=PROMPTS, max_tokens=0), 'max_tokens must be at least 1'),
+    (dict(NOTHING_GIVEN, prompts=PROMPTS, top_logprobs=-1), 'top_logprobs 0 or more'),
+])
+def test_a_request_that_asks_nothing_is_refused(given, message):
+    with pytest.raises(CorrectnessError, match=message):
+        asked(given)

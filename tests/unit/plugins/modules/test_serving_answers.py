@@ -96,6 +96,26 @@ def test_the_same_answers_hold_the_lock(server_url, capsys):
     assert check['lock']['max_logprob_divergence'] == 0.0 and not check['lock']['release_change']
 
 
+def test_the_check_asks_what_the_reference_was_asked(server_url, capsys):
+    _out, reference = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha one', 'bravo'],
+                           'max_tokens': 4, 'seed': 7, 'top_logprobs': 0}, capsys)
+    assert reference['request'] == {'prompts': ['alpha one', 'bravo'], 'max_tokens': 4, 'seed': 7, 'top_logprobs': 0}
+    del SEEN[:]
+    _out, check = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'reference': reference}, capsys)
+    assert check['lock']['ok'] is True and check['request'] == reference['request']
+    assert [(b['messages'][0]['content'], b['max_tokens'], b['seed'], 'logprobs' in b) for b in SEEN] == [
+        ('alpha one', 4, 7, False), ('bravo', 4, 7, False)]
+
+
+def test_a_check_that_would_ask_other_prompts_than_the_reference_asks_nothing(server_url, capsys):
+    _out, reference = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha']}, capsys)
+    del SEEN[:]
+    _out, check = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['bravo'],
+                       'reference': reference}, capsys)
+    assert check['failed'] is True and check['msg'].startswith("prompts is ['bravo'], but the reference was asked with")
+    assert SEEN == []
+
+
 def test_answers_that_part_from_the_reference_break_the_lock_and_name_the_release_change(server_url, capsys):
     args = {'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha one', 'bravo'],
             'max_tokens': 4, 'versions': {'sglang': '0.5.23', 'transformers': '4.57.1'}}
@@ -111,7 +131,7 @@ def test_answers_that_part_from_the_reference_break_the_lock_and_name_the_releas
     assert KEY not in out
 
 
-def test_a_reference_of_other_prompts_cannot_be_compared(server_url, capsys):
+def test_a_reference_of_other_answers_cannot_be_compared(server_url, capsys):
     _out, check = run({'base_url': server_url, 'model': 'glm-5', 'api_key': KEY, 'prompts': ['alpha'],
                        'reference': {'answers': [], 'versions': {}}}, capsys)
     assert check['failed'] is True and check['msg'].startswith('the correctness lock cannot compare: 1 prompts, but 0')
