@@ -16,10 +16,10 @@ LAB_IMAGE ?= inferops-lab:bookworm
 # scenarios whose subject is not a fresh install start from it.
 LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
-# Every scenario, the longest first: four run at a time, so the long ones start together and the
-# short ones fill in behind them. sglang_server, readme and sglang (plain lab image) go second to
-# fourth: they run while fleet's slot bakes the image that fleet, default, experiment and upgrade
-# start from. SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
+# Every scenario, the longest first: five run at a time (MOLECULE_JOBS), so the long ones start
+# together and the short ones fill in behind them. sglang_server, readme and sglang (plain lab
+# image) go second to fourth: they run while fleet's slot bakes the image that fleet, default,
+# experiment and upgrade start from (experiment, fifth, waits for the bake). SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
 SCENARIOS_LONGEST_FIRST := fleet sglang_server readme sglang experiment upgrade default proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
@@ -172,10 +172,10 @@ unit: venv
 collection-test: venv
 	$(BIN)/pytest tests/collection -q
 
-# Five scenarios at a time. A scenario alone keeps about a third of a core busy (it waits on servers
-# and timeouts). With four, the four long scenarios could not all start before the short ones had
-# ended, and default started only once fleet had ended, alone on an idle machine for its last five
-# minutes, long after the checks. MOLECULE_JOBS=1 runs them one after another.
+# A scenario alone keeps about a third of a core busy (it waits on servers and timeouts). With four
+# at a time, default could start only once fleet had ended and ran alone for its last minutes, long
+# after the checks; with five, both cores stay busy until the last scenario's last minutes (docs/lab.md
+# has the runs). MOLECULE_JOBS=1 runs them one after another.
 MOLECULE_JOBS ?= 5
 
 # A scenario whose nodes start from the baked image bakes it first, in its own slot.
