@@ -19,7 +19,8 @@ LAB_NODE ?= gpu-node
 # Every scenario, the longest first: five run at a time (MOLECULE_JOBS), so the long ones start
 # together and the short ones fill in behind them. sglang_server, readme and sglang (plain lab
 # image) go second to fourth: they run while fleet's slot bakes the image that fleet, default,
-# experiment and upgrade start from (experiment, fifth, waits for the bake). SCENARIOS_APART leaves some out (e.g. SCENARIOS_APART=fleet).
+# experiment and upgrade start from (experiment, fifth, waits for the bake). SCENARIOS_APART leaves
+# some out (e.g. SCENARIOS_APART=fleet).
 SCENARIOS_LONGEST_FIRST := fleet sglang_server readme sglang experiment upgrade default proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
