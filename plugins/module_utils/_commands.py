@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What several modules do the same way around external commands: run them in the C locale (their
-output is parsed), find nvidia-smi where drivers and containers put it, and ask a Python
+output is parsed), within a time bound where a hang is likely (nvidia-smi on a GPU that fell off
+the bus never answers), find nvidia-smi where drivers and containers put it, and ask a Python
 interpreter for its site-packages. ``module`` is the calling AnsibleModule, used only through
 ``run_command``, ``get_bin_path`` and ``fail_json``.
 """
@@ -9,8 +10,10 @@ interpreter for its site-packages. ``module`` is the calling AnsibleModule, used
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import os
 import threading
 
+from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import describe_timeout, run_bounded
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     DistRecordError,
     interpreter_site_packages,
@@ -20,27 +23,55 @@ from ansible_collections.inferops.serving.plugins.module_utils._dist_record impo
 C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
 # Where driver packages and containers put nvidia-smi when it is not on PATH.
 NVIDIA_SMI_DIRS = ['/usr/bin', '/usr/local/bin', '/usr/local/nvidia/bin', '/opt/nvidia/bin']
+# How long the modules that read nvidia-smi wait for it by default. It answers within seconds
+# (tens of seconds on many GPUs without persistence mode); one that hangs waits on a stuck driver.
+NVIDIA_SMI_TIMEOUT = 60
+NVIDIA_SMI_STUCK = ("The NVIDIA driver is stuck on a GPU: typically one fell off the bus (Xid 79) or a reset is "
+                    "under way. Read the kernel log (dmesg | grep -i xid), then reset the GPU or reboot the node "
+                    "(on a Proxmox VM, power-cycle it: proxmox_gpu_vm_power_cycle=true).")
 
 
-def run_c(module, argv, **kwargs):
-    """``module.run_command`` with LANG/LC_ALL=C laid over any ``environ_update`` given."""
+class CommandTimeout(Exception):
+    """A command run with a time bound did not answer within it."""
+
+    def __init__(self, argv, timeout, stuck):
+        super(CommandTimeout, self).__init__(describe_timeout(argv, timeout, stuck))
+        self.argv = list(argv)
+        self.timeout = timeout
+        self.stuck = stuck
+
+
+def run_c(module, argv, timeout=None, **kwargs):
+    """``module.run_command`` with LANG/LC_ALL=C laid over any ``environ_update`` given.
+
+    With ``timeout`` (seconds) the command runs within that bound (_bounded_run.py) instead, and
+    CommandTimeout says it did not answer; ``run_command``'s other options do not apply then."""
     env = dict(kwargs.pop('environ_update', None) or {})
     env.update(C_LOCALE)
-    return module.run_command(argv, environ_update=env, **kwargs)
+    if timeout is None:
+        return module.run_command(argv, environ_update=env, **kwargs)
+    run = run_bounded(argv, timeout, env=dict(os.environ, **env))
+    if run['timed_out']:
+        raise CommandTimeout(argv, timeout, run['stuck'])
+    return run['rc'], run['stdout'], run['stderr']
 
 
-def run_c_together(module, argvs):
+def run_c_together(module, argvs, timeout=None):
     """``run_c`` of every argv at once, each in its own thread; (rc, out, err) in the order given.
 
     For read-only commands whose run time is mostly waiting (nvidia-smi spends it opening the
-    driver), so that several cost about the slowest one instead of their sum."""
+    driver), so that several cost about the slowest one instead of their sum. With ``timeout``,
+    CommandTimeout names the first command that did not answer."""
     results = [None] * len(argvs)
 
     def run(position, argv):
         # A thread must not call fail_json (its exit would end the thread, not the module):
         # the error comes back and the caller's thread fails with it.
         try:
-            results[position] = run_c(module, argv, handle_exceptions=False)
+            if timeout is None:
+                results[position] = run_c(module, argv, handle_exceptions=False)
+            else:
+                results[position] = run_c(module, argv, timeout=timeout)
         except Exception as exc:  # pylint: disable=broad-except
             results[position] = exc
 
@@ -49,6 +80,9 @@ def run_c_together(module, argvs):
         thread.start()
     for thread in threads:
         thread.join()
+    for result in results:
+        if isinstance(result, CommandTimeout):
+            raise result
     for argv, result in zip(argvs, results):
         if isinstance(result, Exception):
             module.fail_json(msg="Cannot run %s: %s" % (' '.join(argv), result), cmd=argv)

@@ -178,6 +178,9 @@ def monitoring_errors(v):
         problems += fraction(name, v.get(name), low_open=True)
     for name in ('monitoring_sglang_port', 'monitoring_router_prometheus_port', 'monitoring_node_exporter_port'):
         problems += port(name, v.get(name))
+    # Below a minute the alert would fire between two runs of a collector that waits on nvidia-smi.
+    problems += int_range('monitoring_alert_gpu_metrics_stale_after', v.get('monitoring_alert_gpu_metrics_stale_after'),
+                          60, what='seconds')
     return problems
 
 

@@ -3,7 +3,7 @@
 """Run the all-reduce job with a hard timeout and turn its output into facts.
 
 The job itself is _nccl_allreduce_worker.py (run with the interpreter that holds
-torch). Here: the command line, the process-group kill on timeout, the parser of
+torch; _bounded_run.py runs it within its timeout). Here: the command line, the parser of
 the job's JSON lines and of NCCL's INFO log, and the bandwidth arithmetic of
 nccl-tests (bus bandwidth = algorithm bandwidth x 2(n-1)/n for all-reduce).
 """
@@ -12,11 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
-import os
 import re
-import signal
-import subprocess
-import time
 
 MARKER = "@@inferops-allreduce "
 
@@ -71,41 +67,6 @@ def inject_wrong_problem(inject_wrong, sizes):
         return ("inject_wrong.index is %d but the largest size holds %d float32 elements; "
                 "name an element below that." % (inject_wrong["index"], largest))
     return None
-
-
-def run_with_timeout(argv, env, timeout, cwd=None, grace=5.0):
-    """Run argv in a session of its own; past timeout, kill the whole process group.
-
-    NCCL ranks that hang in a collective never return, and killing only the launcher
-    would leave them holding the GPUs: SIGTERM goes to every process of the group,
-    SIGKILL follows after `grace` seconds.
-    """
-    started = time.time()
-    # Not AnsibleModule.run_command: it has no timeout and cannot start the job in a session of its own.
-    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,  # pylint: disable=ansible-bad-function
-                            start_new_session=True, universal_newlines=True)
-    timed_out = False
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid, signal.SIGTERM)
-        try:
-            stdout, stderr = proc.communicate(timeout=grace)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc.pid, signal.SIGKILL)
-            stdout, stderr = proc.communicate()
-    # Ranks may outlive a launcher that exited on its own after a rank failed.
-    _kill_group(proc.pid, signal.SIGKILL)
-    return dict(rc=proc.returncode, stdout=stdout or "", stderr=stderr or "", timed_out=timed_out,
-                seconds=round(time.time() - started, 3))
-
-
-def _kill_group(pgid, sig):
-    try:
-        os.killpg(pgid, sig)
-    except OSError:
-        pass
 
 
 def parse_events(text):

@@ -25,8 +25,9 @@ description:
   - With O(smi_xml) and O(kernel_log) the module reads those texts instead (saved outputs, the lab, tests).
     With O(smi_xml) alone the node's kernel log is not read, so that a saved XML is never judged by another
     host's log; Xids are then not checked.
-  - Fails, rather than answering healthy, when nvidia-smi is missing, fails without printing XML, or
-    prints something that is not its XML.
+  - Fails, rather than answering healthy, when nvidia-smi is missing, fails without printing XML, prints
+    something that is not its XML, or does not answer within O(timeout) (RV(nvidia_smi_timeout)). A GPU
+    that hangs nvidia-smi is not fit to serve, and the check never waits on it for longer.
   - Only reads; never changes the node.
 author:
   - inferops.serving maintainers (!UNKNOWN)
@@ -78,6 +79,13 @@ options:
     description: Name or path of the nvidia-smi program.
     type: str
     default: nvidia-smi
+  timeout:
+    description:
+      - Seconds to wait for C(nvidia-smi -q -x), and for the kernel log, before giving up on them.
+      - nvidia-smi past it is killed; one stuck in the driver, which survives being killed, is left behind.
+        The module then fails with RV(nvidia_smi_timeout) true instead of waiting on the stuck driver.
+    type: int
+    default: 60
 attributes:
   check_mode:
     description: Can run in check mode and return the same result.
@@ -269,6 +277,11 @@ xids_checked:
   returned: always
   type: bool
   sample: true
+nvidia_smi_timeout:
+  description: True when nvidia-smi did not answer within O(timeout) (the module failed).
+  returned: when nvidia-smi did not answer
+  type: bool
+  sample: true
 kernel_log_source:
   description: Where the kernel log came from (C(journalctl -k -b), C(dmesg), C(kernel_log), the path of O(kernel_log_file)), or null.
   returned: always
@@ -282,6 +295,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.inferops.serving.plugins.module_utils._commands import (
     NVIDIA_SMI_DIRS,
+    NVIDIA_SMI_STUCK,
+    NVIDIA_SMI_TIMEOUT,
+    CommandTimeout,
     find_nvidia_smi,
     run_c,
 )
@@ -300,7 +316,10 @@ def read_smi_xml(module):
         module.fail_json(msg="%s not found on PATH or in %s: the NVIDIA driver is not installed, so the GPUs cannot "
                              "be checked" % (smi, ", ".join(NVIDIA_SMI_DIRS)), healthy=False, nvidia_smi_missing=True)
     cmd = [smi_path, '-q', '-x']
-    rc, out, err = run_c(module, cmd)
+    try:
+        rc, out, err = run_c(module, cmd, timeout=module.params['timeout'])
+    except CommandTimeout as exc:
+        module.fail_json(msg="%s. %s" % (exc, NVIDIA_SMI_STUCK), cmd=cmd, healthy=False, nvidia_smi_timeout=True)
     if rc == 0:
         return out, None
     # nvidia-smi prints its complaints on stdout, and may still describe the GPUs it could reach.
@@ -329,7 +348,10 @@ def read_kernel_log(module):
         path = module.get_bin_path(program)
         if path is None:
             continue
-        rc, out, _err = run_c(module, [path] + args)
+        try:
+            rc, out, _err = run_c(module, [path] + args, timeout=module.params['timeout'])
+        except CommandTimeout:
+            continue
         # A container or a host without a persistent journal answers rc 0 with nothing.
         if rc == 0 and out.strip():
             return out, source
@@ -347,6 +369,7 @@ def main():
             require_persistence_mode=dict(type='bool', default=False),
             ignore_xids_before=dict(type='float'),
             nvidia_smi=dict(type='str', default='nvidia-smi'),
+            timeout=dict(type='int', default=NVIDIA_SMI_TIMEOUT),
         ),
         mutually_exclusive=[('kernel_log', 'kernel_log_file')],
         supports_check_mode=True,
@@ -354,6 +377,8 @@ def main():
     params = module.params
     if params['expected_gpu_count'] is not None and params['expected_gpu_count'] < 1:
         module.fail_json(msg="expected_gpu_count must be 1 or more, got %d" % params['expected_gpu_count'])
+    if params['timeout'] < 1:
+        module.fail_json(msg="timeout must be 1 or more seconds, got %d" % params['timeout'])
 
     smi_failure = None
     if params['smi_xml'] is not None:

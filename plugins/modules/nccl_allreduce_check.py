@@ -235,6 +235,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils import _nccl_allreduce_worker
+from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import run_bounded
 from ansible_collections.inferops.serving.plugins.module_utils._nccl_allreduce import (
     AllreduceCheckError,
     DEFAULT_SIZES,
@@ -243,7 +244,6 @@ from ansible_collections.inferops.serving.plugins.module_utils._nccl_allreduce i
     inject_wrong_problem,
     parse_events,
     parse_nccl_log,
-    run_with_timeout,
     summarize,
     worker_argv,
 )
@@ -294,7 +294,7 @@ def main():
     env.update((str(key), str(value)) for key, value in params['environment'].items())
     argv = worker_argv(params['python'], worker, params['world_size'], params['sizes'], params['iters'],
                        params['warmup'], params['init_timeout'], params['inject_wrong'])
-    run = run_with_timeout(argv, env, params['timeout'], cwd=module.tmpdir)
+    run = run_bounded(argv, params['timeout'], env=env, cwd=module.tmpdir)
     if params['log_path']:
         with open(params['log_path'], 'w') as handle:
             handle.write(run['stdout'])

@@ -65,6 +65,13 @@ options:
     description: Name or path of the nvidia-smi program.
     type: str
     default: nvidia-smi
+  timeout:
+    description:
+      - Seconds to wait for each C(nvidia-smi) call (they run at once) before giving up on it.
+      - One that does not answer fails the module, saying so, instead of waiting on a stuck driver; one
+        stuck in the driver, which survives being killed, is left behind.
+    type: int
+    default: 60
   tp_size:
     description:
       - Tensor parallel size the server will run with. Defaults to the number of GPUs.
@@ -281,6 +288,9 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.inferops.serving.plugins.module_utils._commands import (
     NVIDIA_SMI_DIRS,
+    NVIDIA_SMI_STUCK,
+    NVIDIA_SMI_TIMEOUT,
+    CommandTimeout,
     find_nvidia_smi,
     run_c,
     run_c_together,
@@ -348,6 +358,7 @@ def main():
             sysfs_root=dict(type='path'),
             run_commands=dict(type='bool'),
             nvidia_smi=dict(type='str', default='nvidia-smi'),
+            timeout=dict(type='int', default=NVIDIA_SMI_TIMEOUT),
             tp_size=dict(type='int'),
             flashinfer_version=dict(type='str'),
             sglang_venv=dict(type='path'),
@@ -359,6 +370,8 @@ def main():
     run_commands = params['run_commands'] if params['run_commands'] is not None else not files_given
     if params['tp_size'] is not None and params['tp_size'] < 1:
         module.fail_json(msg="tp_size must be 1 or more, got %d" % params['tp_size'])
+    if params['timeout'] < 1:
+        module.fail_json(msg="timeout must be 1 or more seconds, got %d" % params['timeout'])
 
     sources = dict((key, None) for key in ('topo_matrix', 'p2p_read', 'p2p_write', 'query_gpu', 'nccl_xml', 'sysfs'))
     warnings = []
@@ -407,7 +420,11 @@ def main():
             warnings.append("%s not found (driver not installed?): links estimated from the PCI tree, "
                             "P2P unknown" % smi)
         else:
-            run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus)
+            try:
+                run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus)
+            except CommandTimeout as exc:
+                module.fail_json(msg="%s. %s" % (exc, NVIDIA_SMI_STUCK), cmd=exc.argv, nvidia_smi_timeout=True,
+                                 sysfs_gpus=sysfs_summary(sysfs_gpus))
 
     if not any(parsed.values()) and not sysfs_gpus:
         module.fail_json(msg="No input describes a GPU: %s" % (
@@ -442,12 +459,12 @@ def read_server_flags(venv_path, warnings):
 def run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus, first_answer=None):
     fields = list(QUERY_GPU_FIELDS)
     query_cmd = [smi_path, '--query-gpu=%s' % ','.join(fields), '--format=csv']
-    rc, out, err = first_answer or run_c(module, query_cmd)
+    rc, out, err = first_answer or run_c(module, query_cmd, timeout=module.params['timeout'])
     if rc != 0 and 'compute_cap' in (out + err):
         # Drivers before R510 do not know compute_cap; the rest is still worth having.
         fields.remove('compute_cap')
         query_cmd = [smi_path, '--query-gpu=%s' % ','.join(fields), '--format=csv']
-        rc, out, err = run_c(module, query_cmd)
+        rc, out, err = run_c(module, query_cmd, timeout=module.params['timeout'])
         warnings.append("nvidia-smi does not know compute_cap (driver older than R510); compute capability unknown")
     if rc != 0:
         hint = ''
@@ -481,7 +498,7 @@ def run_nvidia_smi(module, smi_path, parsed, sources, warnings, sysfs_gpus):
     query_first = parsed['query'] is None
     if query_first:
         argvs.insert(0, [smi_path, '--query-gpu=%s' % ','.join(QUERY_GPU_FIELDS), '--format=csv'])
-    answers = run_c_together(module, argvs)
+    answers = run_c_together(module, argvs, timeout=module.params['timeout'])
     if query_first:
         run_query(module, smi_path, parsed, sources, warnings, sysfs_gpus, first_answer=answers.pop(0))
 

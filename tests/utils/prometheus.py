@@ -36,8 +36,10 @@ def active_targets_up(host):
 
 
 # What a rule's expression selects, each a query of its own: an SGLang metric by the regex that
-# matches both releases' spellings, one of this collection's or the router's metrics, a job's `up`.
-RULE_SELECTOR = re.compile(r'__name__=~"sglang\[:_\][a-z0-9_]+"|\b(?:inferops|smg)_[a-z0-9_]+|\bup\{job="[^"]+"\}')
+# matches both releases' spellings, one of this collection's or the router's metrics, a job's `up`, a node
+# exporter metric with its labels (the GPU collector's file by name).
+RULE_SELECTOR = re.compile(r'__name__=~"sglang\[:_\][a-z0-9_]+"|\b(?:inferops|smg)_[a-z0-9_]+|\bup\{job="[^"]+"\}'
+                           r'|\bnode_[a-z0-9_]+\{[^}]*\}')
 
 
 def dashboard_queries():

@@ -10,13 +10,15 @@ node's history and the server's /health; the parsing lives in the collection's
 module_utils/_gpu_textfile.py and _gpu_health.py (the server's GPU health gate's own
 verdict), installed beside this file. The output file is replaced atomically, so the node exporter never
 reads half of it. Each source that fails leaves its series out (or reports 0 for
-nvidia-smi and /health) instead of failing the whole file.
+nvidia-smi and /health) instead of failing the whole file. Each command runs within --timeout
+(_bounded_run.py): an nvidia-smi stuck on a GPU that fell off the bus, which survives being
+killed, is left behind and reported, so that the file still says the GPUs do not answer instead
+of keeping the last good readings.
 """
 
 import argparse
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,6 +27,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
+from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import (  # noqa: E402  pylint: disable=wrong-import-position
+    describe_timeout,
+    run_bounded,
+)
 from ansible_collections.inferops.serving.plugins.module_utils._gpu_health import (  # noqa: E402  pylint: disable=wrong-import-position
     GpuHealthError,
     assess,
@@ -39,23 +45,43 @@ from ansible_collections.inferops.serving.plugins.module_utils._gpu_textfile imp
 )
 
 C_LOCALE = dict(os.environ, LC_ALL="C", LANG="C")
+# Seconds between SIGTERM and SIGKILL, and after SIGKILL, for a command past --timeout.
+GRACE_S = 2.0
+
+
+class CommandFailed(Exception):
+    """A command that could not start."""
+
+
+class CommandTimedOut(CommandFailed):
+    """A command that did not answer within its bound."""
 
 
 def _run(argv, timeout):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=C_LOCALE, check=False)
+    """(rc, stdout, stderr) of argv run within timeout."""
+    try:
+        run = run_bounded(argv, timeout, env=C_LOCALE, grace=GRACE_S)
+    except OSError as exc:
+        raise CommandFailed("cannot run %s: %s" % (argv[0], exc))
+    if run["timed_out"]:
+        raise CommandTimedOut(describe_timeout(argv, timeout, run["stuck"]))
+    return run["rc"], run["stdout"], run["stderr"]
 
 
 def read_gpus(nvidia_smi, timeout):
+    """(gpus, error); raises CommandTimedOut when nvidia-smi does not answer."""
     argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
     try:
-        result = _run(argv, timeout)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, "cannot run %s: %s" % (nvidia_smi, exc)
-    if result.returncode != 0:
+        rc, out, err = _run(argv, timeout)
+    except CommandTimedOut:
+        raise
+    except CommandFailed as exc:
+        return None, str(exc)
+    if rc != 0:
         # nvidia-smi prints its complaints on stdout.
-        return None, "%s exited %d: %s" % (nvidia_smi, result.returncode, (result.stdout + result.stderr).strip()[:300])
+        return None, "%s exited %d: %s" % (nvidia_smi, rc, (out + err).strip()[:300])
     try:
-        return parse_gpu_query(result.stdout), None
+        return parse_gpu_query(out), None
     except GpuTextfileError as exc:
         return None, str(exc)
 
@@ -63,25 +89,24 @@ def read_gpus(nvidia_smi, timeout):
 def read_gpu_health(nvidia_smi, kernel_log, expected_gpus, timeout):
     """The GPU health gate's verdict on this node; unhealthy when nvidia-smi -q -x cannot be read."""
     try:
-        result = _run([nvidia_smi, "-q", "-x"], timeout)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return {"healthy": False}, "cannot run %s -q -x: %s" % (nvidia_smi, exc)
-    xml_start = result.stdout.find("<")
+        rc, out, _err = _run([nvidia_smi, "-q", "-x"], timeout)
+    except CommandFailed as exc:  # CommandTimedOut included
+        return {"healthy": False}, str(exc)
+    xml_start = out.find("<")
     try:
-        return assess(result.stdout[xml_start:] if xml_start >= 0 else result.stdout, kernel_log=kernel_log,
+        return assess(out[xml_start:] if xml_start >= 0 else out, kernel_log=kernel_log,
                       expected_gpu_count=expected_gpus or None,
-                      smi_failure="exit code %d" % result.returncode if result.returncode else None), None
+                      smi_failure="exit code %d" % rc if rc else None), None
     except GpuHealthError as exc:
-        return {"healthy": False}, "%s -q -x exited %d: %s" % (nvidia_smi, result.returncode, exc)
+        return {"healthy": False}, "%s -q -x exited %d: %s" % (nvidia_smi, rc, exc)
 
 
 def read_kernel_log(command, timeout):
     try:
-        result = _run(shlex.split(command), timeout)
-    except (OSError, subprocess.SubprocessError) as exc:
+        return _run(shlex.split(command), timeout)[1]
+    except CommandFailed as exc:
         print("gpu_textfile_collector: cannot read the kernel log: %s" % exc, file=sys.stderr)
         return ""
-    return result.stdout
 
 
 def read_history(path):
@@ -125,15 +150,23 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     gpus = gpu_error = None
+    smi_stuck = False
     if args.nvidia_smi:
-        gpus, gpu_error = read_gpus(args.nvidia_smi, args.timeout)
+        try:
+            gpus, gpu_error = read_gpus(args.nvidia_smi, args.timeout)
+        except CommandTimedOut as exc:
+            gpu_error, smi_stuck = str(exc), True
         if gpu_error:
             print("gpu_textfile_collector: %s" % gpu_error, file=sys.stderr)
     kernel_log = read_kernel_log(args.kernel_log_command, args.timeout) if args.kernel_log_command else None
     xids = count_xids(kernel_log) if kernel_log is not None else None
     gpu_health = None
     if args.nvidia_smi:
-        gpu_health, health_error = read_gpu_health(args.nvidia_smi, kernel_log, args.expected_gpus, args.timeout)
+        if smi_stuck:
+            # The driver that did not answer the query would not answer -q -x either (said above).
+            gpu_health, health_error = {"healthy": False}, None
+        else:
+            gpu_health, health_error = read_gpu_health(args.nvidia_smi, kernel_log, args.expected_gpus, args.timeout)
         if health_error:
             print("gpu_textfile_collector: %s" % health_error, file=sys.stderr)
     baseline = last_baseline(read_history(args.history)) if args.history else None

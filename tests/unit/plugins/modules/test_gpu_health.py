@@ -2,6 +2,9 @@
 """The gpu_health module as Ansible runs it: its file, executed with a JSON arguments file."""
 
 import os
+import signal
+import sys
+import time
 
 import pytest
 
@@ -115,3 +118,45 @@ def test_a_node_without_nvidia_smi_fails_saying_so(run_module):
 def test_an_expected_count_below_one_is_refused(run_module):
     result = run_module(smi_xml=REAL_XML, kernel_log="", expected_gpu_count=0)
     assert result["failed"] and "expected_gpu_count must be 1 or more" in result["msg"]
+
+
+def hanging_program(folder, name, holder_pid_file=None):
+    """A stand-in for nvidia-smi waiting on a GPU that fell off the bus: it never answers. With
+    ``holder_pid_file``, a process in a session of its own holds its output open, so that killing it
+    ends nothing the caller waits for: what an nvidia-smi stuck in the driver gives its caller."""
+    folder.mkdir(exist_ok=True)
+    script = folder / name
+    holder = ("import subprocess\nholder = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+              "start_new_session=True)\nopen(%r, 'w').write(str(holder.pid))\n" % str(holder_pid_file)
+              if holder_pid_file else "")
+    script.write_text("#!%s\nimport sys, time\n%stime.sleep(600)\n" % (sys.executable, holder))
+    script.chmod(0o755)
+    return str(script)
+
+
+def test_nvidia_smi_that_never_answers_fails_within_the_timeout_saying_the_driver_is_stuck(tmp_path, run_module):
+    smi = hanging_program(tmp_path / "bin", "nvidia-smi")
+    started = time.time()
+    result = run_module(nvidia_smi=smi, kernel_log="", timeout=1)
+    assert time.time() - started < 30
+    assert result["failed"] and result["healthy"] is False and result["nvidia_smi_timeout"] is True
+    assert result["msg"].startswith("`%s -q -x` did not answer within 1 s. The NVIDIA driver is stuck on a GPU" % smi)
+    assert "dmesg | grep -i xid" in result["msg"] and result["cmd"] == [smi, "-q", "-x"]
+
+
+def test_nvidia_smi_that_outlives_being_killed_is_left_behind_and_the_task_still_ends(tmp_path, run_module):
+    pid_file = tmp_path / "holder.pid"
+    smi = hanging_program(tmp_path / "bin", "nvidia-smi", holder_pid_file=pid_file)
+    started = time.time()
+    try:
+        result = run_module(nvidia_smi=smi, kernel_log="", timeout=1)
+        assert time.time() - started < 30
+        assert result["failed"] and result["healthy"] is False and result["nvidia_smi_timeout"] is True
+        assert "did not answer within 1 s and did not end when killed (it waits in the kernel)" in result["msg"]
+    finally:
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+
+def test_a_timeout_below_one_second_is_refused(run_module):
+    result = run_module(smi_xml=REAL_XML, kernel_log="", timeout=0)
+    assert result["failed"] and "timeout must be 1 or more seconds, got 0" in result["msg"]

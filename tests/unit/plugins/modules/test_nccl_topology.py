@@ -4,6 +4,7 @@
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -124,3 +125,23 @@ def test_a_venv_without_sglang_is_a_warning_not_a_failure(tmp_path, lab_sysfs, r
     assert not result.get("failed") and facts["allreduce_fusion_flags"] is None
     assert facts["warnings"] == ["the SGLang options in %s were not read (SGLang is not installed in %s): the fusion "
                                  "verdict names no switch" % (tmp_path / "empty-venv", tmp_path / "empty-venv")]
+
+
+def test_an_nvidia_smi_call_that_never_answers_fails_within_the_timeout_naming_it(tmp_path, lab_sysfs, run_module):
+    """The lab's nvidia-smi, except that `topo -p2p w` hangs as on a GPU that fell off the bus."""
+    script = tmp_path / "nvidia-smi"
+    script.write_text("#!%s\nimport os, sys, time\nif sys.argv[1:] == ['topo', '-p2p', 'w']:\n    time.sleep(600)\n"
+                      "os.execv(sys.executable, [sys.executable, %r] + sys.argv[1:])\n"
+                      % (sys.executable, os.path.join(SIM, "nvidia-smi")))
+    script.chmod(0o755)
+    started = time.time()
+    result = run_module(nvidia_smi=str(script), sysfs_root=lab_sysfs, timeout=2)
+    assert time.time() - started < 30
+    assert result["failed"] and result["nvidia_smi_timeout"] is True
+    assert result["msg"].startswith("`%s topo -p2p w` did not answer within 2 s. The NVIDIA driver is stuck" % script)
+    assert result["cmd"] == [str(script), "topo", "-p2p", "w"] and len(result["sysfs_gpus"]) == 8
+
+
+def test_a_timeout_below_one_second_is_refused(run_module):
+    result = run_module(topo_matrix_file=os.path.join(H200, "topo_m.txt"), timeout=0)
+    assert result["failed"] and "timeout must be 1 or more seconds, got 0" in result["msg"]

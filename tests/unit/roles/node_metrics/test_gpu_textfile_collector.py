@@ -7,9 +7,11 @@ __metaclass__ = type
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -92,6 +94,33 @@ def test_a_failing_nvidia_smi_and_health_are_reported_as_zero(tmp_path, health_s
     assert 'inferops_gpu_healthy 0' in lines
     assert not [line for line in lines if line.startswith('inferops_gpu_power')]
     assert 'cannot run /nonexistent/nvidia-smi' in stderr
+    assert files == ['inferops_gpu.prom']
+
+
+def test_an_nvidia_smi_stuck_in_the_driver_replaces_the_last_readings_with_zero_in_bounded_time(tmp_path, health_server):
+    """nvidia-smi on a GPU that fell off the bus never answers and survives being killed: here a process in
+    a session of its own holds its output open, which the kill of nvidia-smi's group does not reach."""
+    url, _status = health_server
+    text, _files, _stderr = run(tmp_path, LAB_NVIDIA_SMI, url)
+    assert 'inferops_gpu_query_success 1' in text.splitlines()
+    pid_file = tmp_path / 'holder.pid'
+    stuck = tmp_path / 'nvidia-smi'
+    stuck.write_text("#!%s\nimport subprocess, sys, time\n"
+                     "holder = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], "
+                     "start_new_session=True)\nopen(%r, 'w').write(str(holder.pid))\ntime.sleep(600)\n"
+                     % (sys.executable, str(pid_file)))
+    stuck.chmod(0o755)
+    started = time.time()
+    try:
+        text, files, stderr = run(tmp_path, str(stuck), url)
+    finally:
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    # One bound of 5 s and its two grace periods: -q -x is not asked of a driver that did not answer.
+    assert time.time() - started < 15
+    lines = text.splitlines()
+    assert 'inferops_gpu_query_success 0' in lines and 'inferops_gpu_healthy 0' in lines
+    assert not [line for line in lines if line.startswith('inferops_gpu_power')]
+    assert stderr.count('did not answer within 5 s and did not end when killed') == 1
     assert files == ['inferops_gpu.prom']
 
 
