@@ -139,6 +139,8 @@ def sglang_server_errors(v):
                 + string_list('sglang_server_system_call_filter', v.get('sglang_server_system_call_filter') or [])
                 + int_range('sglang_server_gpu_health_expected_gpus', v.get('sglang_server_gpu_health_expected_gpus'),
                             1, what='a GPU count', allow_none=True)
+                + int_range('sglang_server_gpu_health_timeout', v.get('sglang_server_gpu_health_timeout'), 1,
+                            what='seconds')
                 + (absolute_path('sglang_server_gpu_health_kernel_log_file',
                                  v.get('sglang_server_gpu_health_kernel_log_file'))
                    if v.get('sglang_server_gpu_health_kernel_log_file') else []))

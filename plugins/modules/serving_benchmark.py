@@ -268,8 +268,6 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.inferops.serving.plugins.module_utils._commands import (
-    NVIDIA_SMI_TIMEOUT,
-    CommandTimeout,
     find_nvidia_smi,
     run_c,
 )
@@ -297,10 +295,7 @@ def _gpu_reader(module):
         return None
 
     def read():
-        try:
-            rc, out, err = run_c(module, [nvidia_smi] + NVIDIA_SMI_QUERY, timeout=NVIDIA_SMI_TIMEOUT)
-        except CommandTimeout as exc:
-            raise ServingBenchmarkError(str(exc))
+        rc, out, err = run_c(module, [nvidia_smi] + NVIDIA_SMI_QUERY)
         if rc != 0:
             raise ServingBenchmarkError('nvidia-smi exited %d: %s' % (rc, err.strip()))
         return out

@@ -45,6 +45,7 @@ SERVER = {
     'sglang_server_restart_sec': 30, 'sglang_server_start_limit_burst': 3, 'sglang_server_limit_nofile': 1048576,
     'sglang_server_health_timeout': '7200', 'sglang_server_health_interval': 5, 'sglang_server_journal_lines': 50,
     'sglang_server_predownload_timeout': 86400, 'sglang_server_predownload_poll': 10,
+    'sglang_server_gpu_health_timeout': 60,
     'sglang_server_model_revision': '', 'sglang_server_weights_disk_margin': '5%', 'sglang_server_read_write_paths': ['-/run/inferops-lab'],
     'sglang_server_device_allow': ['char-nvidiactl'], 'sglang_server_system_call_filter': [],
 }
