@@ -36,17 +36,16 @@ def run_bounded(argv, timeout, env=None, cwd=None, grace=5.0):
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        stuck = True
         for sig in (signal.SIGTERM, signal.SIGKILL):
             _kill_group(proc.pid, sig)
             try:
                 stdout, stderr = proc.communicate(timeout=grace)
+                break
             except subprocess.TimeoutExpired:
-                continue
-            stuck = False
-            break
-        if stuck:
+                pass
+        else:
             # Waiting longer would wait for the kernel: leave the process to init.
+            stuck = True
             for pipe in (proc.stdout, proc.stderr):
                 pipe.close()
     # Children may outlive a command that ended on its own (NCCL ranks after a failed rank).
@@ -55,10 +54,24 @@ def run_bounded(argv, timeout, env=None, cwd=None, grace=5.0):
                 seconds=round(time.time() - started, 3))
 
 
-def describe_timeout(argv, timeout, stuck):
-    """One clause for a message: which command did not answer, and whether it could be stopped."""
-    return '`%s` did not answer within %s s%s' % (
-        ' '.join(argv), _seconds(timeout), ' and did not end when killed (it waits in the kernel)' if stuck else '')
+class CommandTimeout(Exception):
+    """A command run with a time bound did not answer within it; its text is one clause for a
+    message: which command, its bound, and whether it could be stopped."""
+
+    def __init__(self, argv, timeout, stuck):
+        super(CommandTimeout, self).__init__('`%s` did not answer within %s s%s' % (
+            ' '.join(argv), _seconds(timeout), ' and did not end when killed (it waits in the kernel)' if stuck else ''))
+        self.argv = list(argv)
+        self.timeout = timeout
+        self.stuck = stuck
+
+
+def run_answered(argv, timeout, env=None, grace=5.0):
+    """(rc, stdout, stderr) of ``run_bounded``; CommandTimeout when the command did not answer."""
+    run = run_bounded(argv, timeout, env=env, grace=grace)
+    if run['timed_out']:
+        raise CommandTimeout(argv, timeout, run['stuck'])
+    return run['rc'], run['stdout'], run['stderr']
 
 
 def _seconds(value):

@@ -13,7 +13,7 @@ __metaclass__ = type
 import os
 import threading
 
-from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import describe_timeout, run_bounded
+from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import CommandTimeout, run_answered
 from ansible_collections.inferops.serving.plugins.module_utils._dist_record import (
     DistRecordError,
     interpreter_site_packages,
@@ -31,16 +31,6 @@ NVIDIA_SMI_STUCK = ("The NVIDIA driver is stuck on a GPU: typically one fell off
                     "(on a Proxmox VM, power-cycle it: proxmox_gpu_vm_power_cycle=true).")
 
 
-class CommandTimeout(Exception):
-    """A command run with a time bound did not answer within it."""
-
-    def __init__(self, argv, timeout, stuck):
-        super(CommandTimeout, self).__init__(describe_timeout(argv, timeout, stuck))
-        self.argv = list(argv)
-        self.timeout = timeout
-        self.stuck = stuck
-
-
 def run_c(module, argv, timeout=None, **kwargs):
     """``module.run_command`` with LANG/LC_ALL=C laid over any ``environ_update`` given.
 
@@ -50,10 +40,7 @@ def run_c(module, argv, timeout=None, **kwargs):
     env.update(C_LOCALE)
     if timeout is None:
         return module.run_command(argv, environ_update=env, **kwargs)
-    run = run_bounded(argv, timeout, env=dict(os.environ, **env))
-    if run['timed_out']:
-        raise CommandTimeout(argv, timeout, run['stuck'])
-    return run['rc'], run['stdout'], run['stderr']
+    return run_answered(argv, timeout, env=dict(os.environ, **env))
 
 
 def run_c_together(module, argvs, timeout=None):
@@ -68,10 +55,7 @@ def run_c_together(module, argvs, timeout=None):
         # A thread must not call fail_json (its exit would end the thread, not the module):
         # the error comes back and the caller's thread fails with it.
         try:
-            if timeout is None:
-                results[position] = run_c(module, argv, handle_exceptions=False)
-            else:
-                results[position] = run_c(module, argv, timeout=timeout)
+            results[position] = run_c(module, argv, timeout=timeout, handle_exceptions=False)
         except Exception as exc:  # pylint: disable=broad-except
             results[position] = exc
 

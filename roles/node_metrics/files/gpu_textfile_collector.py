@@ -28,8 +28,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
 from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import (  # noqa: E402  pylint: disable=wrong-import-position
-    describe_timeout,
-    run_bounded,
+    CommandTimeout,
+    run_answered,
 )
 from ansible_collections.inferops.serving.plugins.module_utils._gpu_health import (  # noqa: E402  pylint: disable=wrong-import-position
     GpuHealthError,
@@ -53,28 +53,19 @@ class CommandFailed(Exception):
     """A command that could not start."""
 
 
-class CommandTimedOut(CommandFailed):
-    """A command that did not answer within its bound."""
-
-
 def _run(argv, timeout):
-    """(rc, stdout, stderr) of argv run within timeout."""
+    """(rc, stdout, stderr) of argv run within timeout; CommandTimeout when it did not answer."""
     try:
-        run = run_bounded(argv, timeout, env=C_LOCALE, grace=GRACE_S)
+        return run_answered(argv, timeout, env=C_LOCALE, grace=GRACE_S)
     except OSError as exc:
         raise CommandFailed("cannot run %s: %s" % (argv[0], exc))
-    if run["timed_out"]:
-        raise CommandTimedOut(describe_timeout(argv, timeout, run["stuck"]))
-    return run["rc"], run["stdout"], run["stderr"]
 
 
 def read_gpus(nvidia_smi, timeout):
-    """(gpus, error); raises CommandTimedOut when nvidia-smi does not answer."""
+    """(gpus, error); raises CommandTimeout when nvidia-smi does not answer."""
     argv = [nvidia_smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"]
     try:
         rc, out, err = _run(argv, timeout)
-    except CommandTimedOut:
-        raise
     except CommandFailed as exc:
         return None, str(exc)
     if rc != 0:
@@ -90,7 +81,7 @@ def read_gpu_health(nvidia_smi, kernel_log, expected_gpus, timeout):
     """The GPU health gate's verdict on this node; unhealthy when nvidia-smi -q -x cannot be read."""
     try:
         rc, out, _err = _run([nvidia_smi, "-q", "-x"], timeout)
-    except CommandFailed as exc:  # CommandTimedOut included
+    except (CommandFailed, CommandTimeout) as exc:
         return {"healthy": False}, str(exc)
     xml_start = out.find("<")
     try:
@@ -104,7 +95,7 @@ def read_gpu_health(nvidia_smi, kernel_log, expected_gpus, timeout):
 def read_kernel_log(command, timeout):
     try:
         return _run(shlex.split(command), timeout)[1]
-    except CommandFailed as exc:
+    except (CommandFailed, CommandTimeout) as exc:
         print("gpu_textfile_collector: cannot read the kernel log: %s" % exc, file=sys.stderr)
         return ""
 
@@ -154,7 +145,7 @@ def main(argv=None):
     if args.nvidia_smi:
         try:
             gpus, gpu_error = read_gpus(args.nvidia_smi, args.timeout)
-        except CommandTimedOut as exc:
+        except CommandTimeout as exc:
             gpu_error, smi_stuck = str(exc), True
         if gpu_error:
             print("gpu_textfile_collector: %s" % gpu_error, file=sys.stderr)

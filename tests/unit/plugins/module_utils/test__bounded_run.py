@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import describe_timeout, run_bounded
+from ansible_collections.inferops.serving.plugins.module_utils._bounded_run import CommandTimeout, run_bounded
 
 
 def python(tmp_path, code):
@@ -92,8 +92,8 @@ def test_a_program_that_cannot_start_raises(tmp_path):
 
 
 def test_the_timeout_is_described_with_the_command_and_whether_it_could_be_stopped():
-    assert describe_timeout(["nvidia-smi", "-q", "-x"], 60, False) == "`nvidia-smi -q -x` did not answer within 60 s"
-    assert describe_timeout(["nvidia-smi"], 2.5, True) == (
+    assert str(CommandTimeout(["nvidia-smi", "-q", "-x"], 60, False)) == "`nvidia-smi -q -x` did not answer within 60 s"
+    assert str(CommandTimeout(["nvidia-smi"], 2.5, True)) == (
         "`nvidia-smi` did not answer within 2.5 s and did not end when killed (it waits in the kernel)")
 
 
