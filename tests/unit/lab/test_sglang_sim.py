@@ -41,6 +41,55 @@ def test_noise_is_seeded_and_about_two_percent():
     assert statistics.pstdev(draws) == pytest.approx(0.02, abs=0.003)
 
 
+class _Clock(object):
+    """time as TokenBudget reads it, advanced only by its sleeps and by stalls the test makes."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def monotonic(self):
+        return self.now
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+def _seconds_for(budget, clock, chunks, stall_after=None, stall_s=0.0):
+    budget.enter()
+    started = clock.now
+    for chunk in range(chunks):
+        if chunk == stall_after:
+            clock.now += stall_s
+        budget.take(10)
+    budget.leave()
+    return clock.now - started
+
+
+def test_a_stalled_request_thread_makes_up_its_slots_so_a_busy_host_measures_the_simulated_rate(monkeypatch, tmp_path):
+    clock = _Clock()
+    monkeypatch.setattr(sim, 'time', clock)
+    monkeypatch.setattr(sim, 'LOAD_FILE', str(tmp_path / 'gpu-load.json'))
+    budget = sim.TokenBudget(1000.0, {}, stdev=0.0)
+    # 5,000 tokens at 1,000 tok/s: five seconds, with or without a 0.5 s stall.
+    assert _seconds_for(budget, clock, 500) == pytest.approx(5.0)
+    assert _seconds_for(budget, clock, 500, stall_after=50, stall_s=0.5) == pytest.approx(5.0)
+    # Beyond CATCH_UP_S the slots are lost, as a host that stalls that long loses them.
+    assert _seconds_for(budget, clock, 500, stall_after=50, stall_s=sim.CATCH_UP_S + 1.0) == pytest.approx(6.0)
+
+
+def test_an_idle_spell_is_no_credit_for_the_next_run(monkeypatch, tmp_path):
+    clock = _Clock()
+    monkeypatch.setattr(sim, 'time', clock)
+    monkeypatch.setattr(sim, 'LOAD_FILE', str(tmp_path / 'gpu-load.json'))
+    budget = sim.TokenBudget(1000.0, {}, stdev=0.0)
+    _seconds_for(budget, clock, 10)
+    clock.now += 60.0
+    assert _seconds_for(budget, clock, 100) == pytest.approx(1.0)
+
+
 def test_greedy_answers_are_deterministic_with_logprobs():
     first = sim.greedy_answer('What is 17 multiplied by 23?', 32)
     assert first == sim.greedy_answer('What is 17 multiplied by 23?', 32)
