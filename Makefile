@@ -17,11 +17,13 @@ LAB_IMAGE ?= inferops-lab:bookworm
 LAB_BAKED_IMAGE ?= inferops-lab-baked:bookworm
 LAB_NODE ?= gpu-node
 # Every scenario, the longest first: five run at a time (MOLECULE_JOBS), so the long ones start
-# together and the short ones fill in behind them. sglang_server, readme and sglang (plain lab
-# image) go second to fourth: they run while fleet's slot bakes the image that fleet, default,
-# experiment and upgrade start from (experiment, fifth, waits for the bake). SCENARIOS_APART leaves
-# some out (e.g. SCENARIOS_APART=fleet).
-SCENARIOS_LONGEST_FIRST := fleet sglang_server readme sglang experiment upgrade default proxmox gpu_vm
+# together and the short ones fill in behind them. fleet's slot bakes the image that fleet,
+# experiment, upgrade and default start from; they wait for it while sglang_server (plain lab
+# image) and the checks keep both cores busy. readme and sglang (plain lab image, about 9 minutes
+# each beside the others) start once the first long one ends: started first, they had left
+# upgrade to start 9 minutes late and run alone at the end. SCENARIOS_APART leaves some out (e.g.
+# SCENARIOS_APART=fleet).
+SCENARIOS_LONGEST_FIRST := fleet sglang_server experiment upgrade default readme sglang proxmox gpu_vm
 SCENARIOS_APART ?=
 SCENARIOS ?= $(filter-out $(SCENARIOS_APART),$(SCENARIOS_LONGEST_FIRST) $(filter-out $(SCENARIOS_LONGEST_FIRST),$(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))))
 # The ansible-core releases proven beside the controller's (see core-matrix).
