@@ -7,6 +7,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.inferops.serving.plugins.module_utils._commands import nvidia_smi_listing_problems as _listing_problems
 from ansible_collections.inferops.serving.plugins.module_utils._nvidia_packages import (
     NvidiaPackagesError,
     cuda_repo_path as _cuda_repo_path,
@@ -28,9 +29,15 @@ def nvidia_driver_packages(branch, distribution):
         raise AnsibleFilterError(str(exc))
 
 
+def nvidia_smi_listing_problems(result, expected_gpus, bound):
+    """Why a registered ``timeout BOUND nvidia-smi --query-gpu=...`` result does not list the GPUs."""
+    return _listing_problems(result.get('rc'), result.get('stdout'), result.get('stderr'), expected_gpus, bound)
+
+
 class FilterModule(object):
     def filters(self):
         return {
             'cuda_repo_path': cuda_repo_path,
             'nvidia_driver_packages': nvidia_driver_packages,
+            'nvidia_smi_listing_problems': nvidia_smi_listing_problems,
         }

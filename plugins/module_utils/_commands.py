@@ -29,6 +29,32 @@ NVIDIA_SMI_TIMEOUT = 60
 NVIDIA_SMI_STUCK = ("The NVIDIA driver is stuck on a GPU: typically one fell off the bus (Xid 79) or a reset is "
                     "under way. Read the kernel log (dmesg | grep -i xid), then reset the GPU or reboot the node "
                     "(on a Proxmox VM, power-cycle it: proxmox_gpu_vm_power_cycle=true).")
+# What coreutils' timeout exits with when it ended the command (SIGTERM, then SIGKILL).
+TIMEOUT_EXIT_STATUSES = (124, 137)
+# nvidia-smi's exit statuses (its manual's RETURN VALUE) for a driver that is not loaded, and
+# for a GPU that fell off the bus or became otherwise inaccessible.
+NVIDIA_SMI_NO_DRIVER = 9
+NVIDIA_SMI_GPU_LOST = 15
+DRIVER_HINT = "Look at `dmesg | grep -i nvrm` and `dkms status`; Blackwell GPUs need the open kernel modules."
+
+
+def nvidia_smi_listing_problems(rc, stdout, stderr, expected_gpus, bound):
+    """Why ``timeout BOUND nvidia-smi --query-gpu=... --format=csv,noheader`` (exit status RC and its
+    output) does not show the EXPECTED_GPUS GPUs the node has: sentences that say what to do, or []."""
+    said = ((stderr or '').strip() or (stdout or '').strip()).splitlines()
+    last_line = (': %s' % said[-1][:300]) if said else ''
+    if rc in TIMEOUT_EXIT_STATUSES:
+        return ["nvidia-smi did not answer within %s s (gpu_vm_nvidia_smi_timeout)." % bound, NVIDIA_SMI_STUCK]
+    if rc == NVIDIA_SMI_GPU_LOST:
+        return ["nvidia-smi found a GPU that fell off the bus (exit status %d%s)." % (rc, last_line), NVIDIA_SMI_STUCK]
+    if rc:
+        what = "found no NVIDIA driver loaded" if rc == NVIDIA_SMI_NO_DRIVER else "failed"
+        return ["nvidia-smi %s (exit status %d%s)." % (what, rc, last_line), DRIVER_HINT]
+    listed = [line for line in (stdout or '').splitlines() if line.strip()]
+    if len(listed) != int(expected_gpus):
+        return ["nvidia-smi lists %d GPU(s), expected %d (gpu_vm_expected_gpu_count, or the PCI count)."
+                % (len(listed), int(expected_gpus)), DRIVER_HINT]
+    return []
 
 
 def run_c(module, argv, timeout=None, **kwargs):

@@ -66,7 +66,8 @@ def gpu_vm_errors(v):
                         what='a GPU count', allow_none=True)
             + absolute_path('gpu_vm_cuda_home', v.get('gpu_vm_cuda_home'))
             + cuda_releases('gpu_vm_cuda_extra_releases', v.get('gpu_vm_cuda_extra_releases', []))
-            + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1))
+            + int_range('gpu_vm_reboot_timeout', v.get('gpu_vm_reboot_timeout'), 1)
+            + int_range('gpu_vm_nvidia_smi_timeout', v.get('gpu_vm_nvidia_smi_timeout'), 1))
 
 
 def sglang_errors(v):

@@ -20,7 +20,7 @@ GPU_VM = {
     'gpu_vm_sysfs_root': '/sys',
     'gpu_vm_cuda_repo_base_url': 'https://developer.download.nvidia.com/compute/cuda/repos',
     'gpu_vm_expected_gpu_count': None, 'gpu_vm_cuda_home': '/usr/local/cuda-12.8', 'gpu_vm_reboot_timeout': 900,
-    'gpu_vm_cuda_extra_releases': [],
+    'gpu_vm_cuda_extra_releases': [], 'gpu_vm_nvidia_smi_timeout': 60,
 }
 SGLANG = {
     'sglang_release_set': '0.5.9', 'sglang_driver_branch': '',
@@ -81,6 +81,7 @@ BAD = [
     ('sglang', 'sglang_release_sets', ['0.5.24'], 'sglang_release_sets must be a mapping'),
     ('gpu_vm', 'gpu_vm_cuda_home', 'usr/local/cuda', 'absolute path'),
     ('gpu_vm', 'gpu_vm_reboot_timeout', 0, 'at least 1'),
+    ('gpu_vm', 'gpu_vm_nvidia_smi_timeout', 0, 'at least 1'),
     ('gpu_vm', 'gpu_vm_cuda_repo_base_url', 'developer.download.nvidia.com', 'http(s)://'),
     ('gpu_vm', 'gpu_vm_expected_gpu_count', 0, 'a GPU count of at least 1'),
     ('gpu_vm', 'gpu_vm_expected_gpu_count', 'eight', 'a GPU count of at least 1'),
